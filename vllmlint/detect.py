@@ -1,0 +1,100 @@
+"""Recognise a vLLM launch (or a reference proxy) inside an argv, whatever wraps it.
+
+Shared by every front end: a parser hands over the words of one command and learns whether
+they start vLLM, which kind of launch it is and where vLLM's own options begin. Wrappers
+(`exec`, `nohup`, `env A=1`, `numactl ...`, `uv run`, `python -m`) need no list: we look for
+the program words themselves.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .model import API_SERVER, OTHER, PROXY, RENDER, SERVE, TOKENS_ONLY, normalize_flag
+
+# vLLM's reference routers; the multi-turn one is the subject of VL101.
+REFERENCE_PROXIES = {
+    "disagg_proxy_multiturn.py": "reference-multiturn",
+    "disagg_proxy_demo.py": "reference-demo",
+    "toy_proxy_server.py": "reference-toy",
+    "disagg_prefill_proxy_server.py": "reference-demo",
+}
+VLLM_IMAGE_RE = re.compile(
+    r"^(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[\w]+)?(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$"
+)
+PYTHON_RE = re.compile(r"^(?:.*/)?python[\d.]*$")
+VLLM_SUBCOMMANDS = {"serve", "launch", "bench", "chat", "complete", "collect-env", "run-batch"}
+
+
+@dataclass(frozen=True)
+class Detected:
+    kind: str
+    start: int          # index of the first program word (`vllm`, `python`, the proxy script)
+    options_start: int  # index of the first option/positional that vLLM (or the proxy) parses
+    program: str        # "vllm", "python -m vllm.entrypoints.openai.api_server", proxy name
+
+
+def is_vllm_image(image: str | None) -> bool:
+    return bool(image) and bool(VLLM_IMAGE_RE.match(image.strip().strip("'\"")))
+
+
+def _basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def serve_kind(options: list[str]) -> str:
+    return TOKENS_ONLY if any(normalize_flag(o.split("=", 1)[0]) == "--tokens-only"
+                              for o in options if o.startswith("--")) else SERVE
+
+
+def detect(words: list[str]) -> Detected | None:
+    """Find the first vLLM launch or proxy in `words` (values after quote removal)."""
+    for i, word in enumerate(words):
+        base = _basename(word)
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if base == "vllm" and nxt in VLLM_SUBCOMMANDS:
+            if nxt == "serve":
+                return Detected(serve_kind(words[i + 2:]), i, i + 2, "vllm serve")
+            if nxt == "launch":
+                sub = words[i + 2] if i + 2 < len(words) else ""
+                kind = RENDER if sub == "render" else OTHER
+                return Detected(kind, i, i + 3, f"vllm launch {sub}".strip())
+            return Detected(OTHER, i, i + 2, f"vllm {nxt}")
+        if PYTHON_RE.match(word) or base in ("uv", "uvx"):
+            found = _python_module(words, i)
+            if found:
+                return found
+        if base in REFERENCE_PROXIES or (base.endswith(".py") and "proxy" in base):
+            return Detected(PROXY, i, i + 1, base)
+    return None
+
+
+def _python_module(words: list[str], i: int) -> Detected | None:
+    for j in range(i + 1, min(i + 6, len(words))):
+        if words[j] == "-m" and j + 1 < len(words):
+            module = words[j + 1]
+            if module == "vllm.entrypoints.openai.api_server":
+                return Detected(API_SERVER, i, j + 2, f"python -m {module}")
+            if module in ("vllm.entrypoints.cli.main", "vllm") and j + 2 < len(words):
+                sub = words[j + 2]
+                if sub == "serve":
+                    return Detected(serve_kind(words[j + 3:]), i, j + 3, f"python -m {module} serve")
+                if sub == "launch" and j + 3 < len(words) and words[j + 3] == "render":
+                    return Detected(RENDER, i, j + 4, f"python -m {module} launch render")
+            return None
+        if words[j].endswith(".py"):
+            base = _basename(words[j])
+            if base in REFERENCE_PROXIES or "proxy" in base:
+                return Detected(PROXY, j, j + 1, base)
+            return None
+    return None
+
+
+def docker_run_image(words: list[str]) -> int | None:
+    """Index of a vllm/vllm-openai image in `docker|podman run ... IMAGE args`, if any."""
+    for i, word in enumerate(words[:-1]):
+        if _basename(word) in ("docker", "podman", "nerdctl") and "run" in words[i + 1:i + 3]:
+            for j in range(i + 2, len(words)):
+                if is_vllm_image(words[j]):
+                    return j
+    return None

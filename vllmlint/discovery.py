@@ -1,0 +1,125 @@
+"""Which files to read, and what kind each one is.
+
+Inside a git work tree the file list comes from git (so .gitignore is respected); elsewhere we
+walk the tree and skip the usual vendored and cache folders.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox",
+             ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", "site-packages"}
+YAML_SUFFIXES = (".yaml", ".yml")
+SHELL_SHEBANG = re.compile(rb"^#!\s*\S*?(?:/env\s+)?(?:ba|z|da|k|a)?sh\b")
+PYTHON_SHEBANG = re.compile(rb"^#!\s*\S*?python")
+MAX_SNIFF = 2048
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: Path        # absolute
+    display: str      # as reported: the argument joined with the relative path
+    kind: str         # dockerfile | yaml | shell | python | requirements
+
+
+def classify(path: Path, head: bytes) -> str | None:
+    """Kind of a file from its name, then its first bytes. None: not a file we read."""
+    name = path.name
+    lower = name.lower()
+    if b"\0" in head[:MAX_SNIFF]:
+        return None
+    if lower.startswith(("dockerfile", "containerfile")) or lower.endswith((".dockerfile", ".containerfile")):
+        return "dockerfile"
+    if lower.endswith(YAML_SUFFIXES) or lower.endswith((".yaml.tpl", ".yml.tpl", ".yaml.template")):
+        return "yaml"
+    if lower.endswith((".sh", ".bash")):
+        return "shell"
+    if lower.endswith(".py"):
+        return "python"
+    if re.match(r"^requirements.*\.(txt|in)$", lower):
+        return "requirements"
+    if "." not in name or lower.endswith((".tpl",)):
+        if SHELL_SHEBANG.match(head):
+            return "shell"
+        if PYTHON_SHEBANG.match(head):
+            return "python"
+        if lower.endswith(".tpl") and (b"apiVersion:" in head or b"services:" in head):
+            return "yaml"
+    return None
+
+
+def _git_files(root: Path) -> list[Path] | None:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], capture_output=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [root / p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p]
+
+
+def _walk(root: Path) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+        for name in sorted(filenames):
+            found.append(Path(dirpath) / name)
+    return found
+
+
+def _in_git(path: Path) -> bool:
+    for parent in [path, *path.parents]:
+        if (parent / ".git").exists():
+            return True
+    return False
+
+
+def discover(arguments: list[str], explicit_kinds: bool = True) -> tuple[list[Candidate], list[str]]:
+    """Files to check, and `path: reason` lines for arguments that do not exist."""
+    found: dict[Path, Candidate] = {}
+    errors: list[str] = []
+    for arg in arguments:
+        given = Path(arg)
+        path = given.absolute()
+        if path.is_file():
+            kind = _sniff(path) if explicit_kinds else None
+            if kind:
+                found.setdefault(path, Candidate(path, arg, kind))
+            continue
+        if not path.is_dir():
+            errors.append(f"{arg}:0: no such file or directory")
+            continue
+        files = (_git_files(path) if _in_git(path) else None) or _walk(path)
+        for f in sorted(files):
+            if any(part in SKIP_DIRS for part in f.relative_to(path).parts[:-1]):
+                continue
+            if f.is_symlink() and not _inside(f, path):
+                continue          # never follow a link out of the tree
+            if not f.is_file():
+                continue
+            kind = _sniff(f)
+            if kind:
+                rel = f.relative_to(path).as_posix()
+                display = rel if arg in (".", "./") else f"{arg.rstrip('/')}/{rel}"
+                found.setdefault(f, Candidate(f, display, kind))
+    return sorted(found.values(), key=lambda c: c.display), errors
+
+
+def _inside(link: Path, root: Path) -> bool:
+    try:
+        link.resolve().relative_to(root.resolve())
+        return True
+    except (ValueError, OSError):
+        return False
+
+
+def _sniff(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(MAX_SNIFF)
+    except OSError:
+        return None
+    return classify(path, head)

@@ -1,0 +1,146 @@
+"""Run the rules over a project, and apply their fixes until nothing changes.
+
+Fixes are span edits. Each pass applies the fixes whose edits do not overlap, re-parses every
+changed file (a fix whose result does not parse is dropped and reported), and reloads; a second
+run therefore has nothing left to do.
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .discovery import Candidate
+from .model import Edit, Finding, ParseError, SourceFile
+from .project import Problem, Project, load, parse_source
+from .registry import Rule
+
+MAX_PASSES = 8
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding]                     # what remains
+    problems: list[Problem]
+    project: Project
+    originals: dict[Path, SourceFile] = field(default_factory=dict)
+    texts: dict[Path, str] = field(default_factory=dict)           # new text per changed file
+    fixed: list[Finding] = field(default_factory=list)             # findings whose fix was applied
+    dropped: list[str] = field(default_factory=list)               # fixes refused, with why
+
+    def changed(self) -> dict[Path, tuple[SourceFile, str]]:
+        return {p: (self.originals[p], t) for p, t in self.texts.items() if t != self.originals[p].text}
+
+
+def run_rules(project: Project, rules: list[Rule]) -> tuple[list[Finding], list[Problem]]:
+    findings: list[Finding] = []
+    problems: list[Problem] = []
+    for rule in rules:
+        try:
+            findings.extend(rule.check(project))
+        except Exception as err:   # a rule bug must not hide the other rules' findings
+            where = traceback.extract_tb(err.__traceback__)[-1]
+            problems.append(Problem("vllmlint", 0, f"internal error in {rule.code}: {err!r} "
+                                    f"at {Path(where.filename).name}:{where.lineno}"))
+    seen, unique = set(), []
+    for f in sorted(findings, key=Finding.sort_key):
+        key = (f.code, f.file.display, f.span, f.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique, problems
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        text = text[:edit.start] + edit.text + text[edit.end:]
+    return text
+
+
+def _choose(findings: list[Finding], refused: set) -> list[Finding]:
+    """Fixes of one pass: no two touch overlapping spans of a file."""
+    taken: dict[Path, list[tuple[int, int, tuple]]] = {}
+    chosen = []
+    for finding in findings:
+        fix = finding.fix
+        if fix is None or _fix_key(finding) in refused:
+            continue
+        ok = True
+        for edit in fix.edits:
+            for start, end, key in taken.get(edit.file.path, []):
+                if key == edit.key():
+                    continue
+                if start < edit.end and edit.start < end or (start == end == edit.start == edit.end):
+                    ok = False
+        if ok:
+            chosen.append(finding)
+            for edit in fix.edits:
+                taken.setdefault(edit.file.path, []).append((edit.start, edit.end, edit.key()))
+    return chosen
+
+
+def _fix_key(finding: Finding) -> tuple:
+    return (finding.code, finding.file.display, finding.span, finding.message)
+
+
+def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
+                  post_edits=None) -> Outcome:
+    """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate)."""
+    overrides: dict[Path, str] = {}
+    originals: dict[Path, SourceFile] = {}
+    fixed: list[Finding] = []
+    dropped: list[str] = []
+    refused: set = set()
+    post_done = post_edits is None
+    for _ in range(MAX_PASSES):
+        project = load(candidates, overrides)
+        findings, problems = run_rules(project, rules)
+        if not fix:
+            return Outcome(findings, project.problems + problems, project)
+        chosen = _choose(findings, refused)
+        edits: list[Edit] = [e for f in chosen for e in f.fix.edits]
+        if not chosen and not post_done:
+            edits = post_edits(project)
+            post_done = True
+        if not edits:
+            break
+        by_file: dict[Path, list[Edit]] = {}
+        for edit in edits:
+            by_file.setdefault(edit.file.path, [])
+            if edit.key() not in {e.key() for e in by_file[edit.file.path]}:
+                by_file[edit.file.path].append(edit)
+        bad_files = set()
+        for path, file_edits in by_file.items():
+            source = file_edits[0].file
+            originals.setdefault(path, _pristine(source, overrides))
+            new_text = apply_edits(source.text, file_edits)
+            reason = _reparse_error(source, new_text)
+            if reason:
+                bad_files.add(path)
+                dropped.append(f"{source.display}: fix not applied, the result would not parse ({reason})")
+                continue
+            overrides[path] = new_text
+        for finding in chosen:
+            if any(e.file.path in bad_files for e in finding.fix.edits):
+                refused.add(_fix_key(finding))
+            else:
+                fixed.append(finding)
+    project = load(candidates, overrides)
+    findings, problems = run_rules(project, rules)
+    return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped)
+
+
+def _pristine(source: SourceFile, overrides: dict[Path, str]) -> SourceFile:
+    if source.path not in overrides:
+        return SourceFile(source.path, source.display, source.text, source.kind, source.bom)
+    from .sources import read_source
+    return read_source(source.path, source.display, source.kind)
+
+
+def _reparse_error(source: SourceFile, text: str) -> str | None:
+    probe = SourceFile(source.path, source.display, text, source.kind, source.bom)
+    try:
+        parse_source(probe)
+    except ParseError as err:
+        return f"line {err.line}: {err.reason}"
+    return None

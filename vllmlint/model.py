@@ -1,0 +1,246 @@
+"""The launch model every parser produces and every rule reads.
+
+Offsets are character offsets into `SourceFile.text` (the decoded file without its BOM).
+Edits are spans on that text, so everything outside them survives byte for byte.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+Span = tuple[int, int]
+
+
+@dataclass(eq=False)
+class SourceFile:
+    path: Path            # absolute path on disk
+    display: str          # the path as reported (as given on the command line, joined with the relative path)
+    text: str             # decoded text, BOM removed, line endings untouched
+    kind: str             # dockerfile | compose | k8s | yaml | shell | python
+    bom: bool = False
+    _line_starts: list[int] | None = field(default=None, repr=False)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of a character offset."""
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        line = bisect.bisect_right(self._line_starts, offset) - 1
+        return line + 1, offset - self._line_starts[line] + 1
+
+    def line_text(self, line: int) -> str:
+        self.line_col(0)
+        assert self._line_starts is not None
+        start = self._line_starts[line - 1]
+        end = self.text.find("\n", start)
+        return self.text[start:end if end >= 0 else len(self.text)].rstrip("\r")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace text[start:end] of `file` with `text`."""
+
+    file: SourceFile
+    start: int
+    end: int
+    text: str
+
+    def key(self) -> tuple:
+        return (str(self.file.path), self.start, self.end, self.text)
+
+
+@dataclass
+class Fix:
+    edits: list[Edit]
+    description: str
+    applicability: str = "safe"   # safe | unsafe
+
+
+@dataclass
+class Arg:
+    """One argv token. `span` is the raw token in the file (quotes included) when it has one."""
+
+    value: str
+    file: SourceFile | None = None
+    span: Span | None = None
+    dynamic: bool = False      # holds an expansion: value not known before run time
+    splits: bool = False       # may expand to several argv items ("$@", unquoted $X)
+
+    def replace(self, text: str) -> Edit | None:
+        if self.file is None or self.span is None:
+            return None
+        return Edit(self.file, self.span[0], self.span[1], text)
+
+
+@dataclass
+class EnvEntry:
+    """One environment setting, where it is written, and how to remove it."""
+
+    name: str
+    value: str | None          # None: not known statically (secretRef, valueFrom, expansion)
+    file: SourceFile
+    span: Span                 # the whole setting
+    origin: str                # e.g. "Dockerfile ENV", "compose environment", "k8s env", "ConfigMap data"
+    removal: list[Edit] | None = None   # edits that remove exactly this setting; None if unsafe
+    launches: list["Launch"] = field(default_factory=list)   # the launches it reaches
+
+    @property
+    def line(self) -> int:
+        return self.file.line_col(self.span[0])[0]
+
+
+@dataclass(frozen=True)
+class AppendSite:
+    """Where and how one more argv item is written after the last one."""
+
+    file: SourceFile
+    offset: int
+    template: str     # e.g. " {}" (shell), ', "{}"' (JSON/flow list), "\n      - {}" (YAML block list)
+
+    def edit(self, token: str) -> Edit:
+        return Edit(self.file, self.offset, self.offset, self.template.format(token))
+
+
+# Launch kinds
+SERVE = "serve"            # plain `vllm serve` (also the vllm/vllm-openai image entrypoint)
+TOKENS_ONLY = "tokens-only"
+RENDER = "render"          # `vllm launch render`
+API_SERVER = "api-server"  # python -m vllm.entrypoints.openai.api_server
+PROXY = "proxy"            # a router / reference proxy
+OTHER = "other"            # another vllm subcommand (bench, chat, ...)
+
+
+@dataclass
+class Launch:
+    kind: str
+    file: SourceFile
+    span: Span                 # where the launch is written (its first token)
+    argv: list[Arg]            # whole argv, program words included
+    options_start: int         # index of the first vLLM option/positional after the subcommand
+    context: str               # human name: "container vllm (Deployment/llm)", "service vllm", "script"
+    group: str                 # deployment unit key: launches of one container/service/script share it
+    env: list[EnvEntry] = field(default_factory=list)
+    append_site: AppendSite | None = None
+    not_editable: str | None = None    # why the argv can't be edited safely, if it can't
+    image: str | None = None
+    env_from: list[str] = field(default_factory=list)   # ConfigMap names (k8s envFrom)
+    program: str = "vllm"
+
+    @property
+    def line(self) -> int:
+        return self.file.line_col(self.span[0])[0]
+
+    @property
+    def options(self) -> list[Arg]:
+        return self.argv[self.options_start:]
+
+    def flag_args(self, flag: str) -> Iterator[tuple[int, Arg]]:
+        """Tokens that spell `flag` (`--x-y`, `--x_y`, `--x-y=...`), vLLM's spelling rules."""
+        want = normalize_flag(flag)
+        for i, arg in enumerate(self.argv[self.options_start:], self.options_start):
+            if arg.value.startswith("--") and normalize_flag(arg.value.split("=", 1)[0]) == want:
+                yield i, arg
+
+    def has_flag(self, flag: str) -> bool:
+        return any(True for _ in self.flag_args(flag))
+
+    def flag_value(self, flag: str) -> Arg | None:
+        """The value of the last occurrence of `flag` (last wins, as in argparse)."""
+        found: Arg | None = None
+        for i, arg in self.flag_args(flag):
+            if "=" in arg.value:
+                name, _, value = arg.value.partition("=")
+                found = Arg(value, arg.file, _value_span(arg, len(name) + 1), arg.dynamic, False)
+            elif i + 1 < len(self.argv):
+                found = self.argv[i + 1]
+        return found
+
+    def env_value(self, name: str) -> str | None:
+        value = None
+        for entry in self.env:
+            if entry.name == name:
+                value = entry.value
+        return value
+
+    def append_edit(self, token: str) -> Edit | None:
+        if self.not_editable or self.append_site is None:
+            return None
+        return self.append_site.edit(token)
+
+
+def _value_span(arg: Arg, prefix_len: int) -> Span | None:
+    """Span of the value part of `--flag=value` when the token is written unquoted."""
+    if arg.span is None or arg.file is None:
+        return None
+    raw = arg.file.text[arg.span[0]:arg.span[1]]
+    if raw.startswith(arg.value[:prefix_len]):
+        return (arg.span[0] + prefix_len, arg.span[1])
+    return None
+
+
+def normalize_flag(flag: str) -> str:
+    """vLLM accepts `--kv_transfer_config` for `--kv-transfer-config`."""
+    return "--" + flag.lstrip("-").replace("_", "-")
+
+
+@dataclass
+class ParseError(Exception):
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    severity: str              # error | warning | info
+    file: SourceFile
+    span: Span
+    message: str
+    fix: Fix | None = None
+    fixable: bool = False
+
+    @property
+    def line_col(self) -> tuple[int, int]:
+        return self.file.line_col(self.span[0])
+
+    def sort_key(self) -> tuple:
+        return (self.file.display, *self.line_col, self.code)
+
+
+@dataclass
+class ParsedFile:
+    """What a parser returns for one file."""
+
+    source: SourceFile
+    launches: list[Launch] = field(default_factory=list)
+    env: list[EnvEntry] = field(default_factory=list)        # every env setting in the file
+    configmaps: dict[str, list[EnvEntry]] = field(default_factory=dict)
+    images: list[tuple[str, Span]] = field(default_factory=list)   # image references
+    notes: list[str] = field(default_factory=list)           # what was skipped, for the user
+
+
+ParserFn = Callable[[SourceFile], ParsedFile]
+
+
+def remove_from_run(text: str, spans: list[Span], i: int) -> Span | None:
+    """The span that removes item `i` of a blank-separated run of items (shell words, `ENV`
+    pairs) with the blank that separates it, keeping the others and their line breaks."""
+    start, end = spans[i]
+    if i > 0:
+        gap = text[spans[i - 1][1]:start]
+        if "#" in gap:
+            return None          # a comment line sits in between: leave it to a human
+        return spans[i - 1][1], end
+    if i + 1 < len(spans):
+        nxt = spans[i + 1][0]
+        if "\n" not in text[end:nxt]:
+            return start, nxt
+        while end < len(text) and text[end] in " \t":
+            end += 1
+    return start, end

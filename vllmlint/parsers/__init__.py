@@ -1,0 +1,1 @@
+"""Front ends: each turns one file kind into the shared launch model (vllmlint.model)."""

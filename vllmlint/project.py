@@ -1,0 +1,111 @@
+"""Load a tree into the launch model: discover -> read -> parse -> link.
+
+Linking is the first layer of the deployment graph: ConfigMaps reach the workloads that
+`envFrom` them, and every env entry learns which launches it reaches.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .discovery import Candidate
+from .model import EnvEntry, Launch, ParsedFile, ParseError, SourceFile
+from .sources import Unreadable, read_source
+
+
+def parser_for(kind: str):
+    # imported lazily: a pre-commit run on one YAML file must not pay for libcst
+    if kind in ("yaml", "compose", "k8s"):
+        from .parsers.yamlfile import parse_yaml
+        return parse_yaml
+    if kind == "dockerfile":
+        from .parsers.dockerfile import parse_dockerfile
+        return parse_dockerfile
+    if kind == "shell":
+        from .parsers.shellscan import parse_shell
+        return parse_shell
+    if kind == "python":
+        from .parsers.pythonfile import parse_python
+        return parse_python
+    return None
+
+
+@dataclass
+class Problem:
+    """A file that could not be checked: reported as `path:line: reason`."""
+
+    display: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.display}:{self.line}: {self.reason}"
+
+
+@dataclass
+class Project:
+    files: list[ParsedFile] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    others: list[SourceFile] = field(default_factory=list)     # read but not parsed (requirements)
+
+    @property
+    def launches(self) -> list[Launch]:
+        return [l for pf in self.files for l in pf.launches]
+
+    @property
+    def env(self) -> list[EnvEntry]:
+        return [e for pf in self.files for e in pf.env]
+
+    @property
+    def sources(self) -> list[SourceFile]:
+        return [pf.source for pf in self.files] + self.others
+
+
+def parse_source(source: SourceFile) -> ParsedFile | None:
+    parse = parser_for(source.kind)
+    if parse is None:
+        return None
+    if source.kind == "python" and "vllm" not in source.text:
+        return ParsedFile(source)          # not a vLLM launcher: nothing to parse
+    return parse(source)
+
+
+def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None) -> Project:
+    project = Project()
+    overrides = overrides or {}
+    for cand in candidates:
+        try:
+            source = read_source(cand.path, cand.display, cand.kind)
+        except Unreadable as err:
+            project.problems.append(Problem(cand.display, err.line, err.reason))
+            continue
+        if cand.path in overrides:
+            source.text = overrides[cand.path]
+        if cand.kind == "requirements":
+            project.others.append(source)
+            continue
+        try:
+            parsed = parse_source(source)
+        except ParseError as err:
+            project.problems.append(Problem(cand.display, err.line, err.reason))
+            continue
+        except RecursionError:
+            project.problems.append(Problem(cand.display, 1, "nested too deeply to read"))
+            continue
+        if parsed is not None:
+            project.files.append(parsed)
+    link(project)
+    return project
+
+
+def link(project: Project) -> None:
+    configmaps: dict[str, list[EnvEntry]] = {}
+    for pf in project.files:
+        configmaps.update(pf.configmaps)
+    for launch in project.launches:
+        from_maps = [e for name in launch.env_from for e in configmaps.get(name, [])]
+        if from_maps:
+            launch.env = from_maps + launch.env     # explicit env wins: it comes later
+        for entry in launch.env:
+            if launch not in entry.launches:
+                entry.launches.append(launch)

@@ -1,0 +1,103 @@
+"""The rule catalogue: every module in `vllmlint.rules` (the repo's top-level rules/ folder)
+defines one Rule subclass. Importing them registers them; nothing else lists rules."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from typing import Iterable, Iterator
+
+from .model import Finding, Fix, SourceFile, Span
+from .versions import fmt, parse_version
+
+DOC_SECTIONS = ("What it does", "Why", "Example", "Fix safety")
+SEVERITIES = ("error", "warning", "info")
+_REGISTRY: dict[str, type["Rule"]] = {}
+
+
+class Rule:
+    """Base of every rule. Subclasses set the metadata and implement `check`.
+
+    The class docstring is the rule's documentation, in Markdown, with the sections
+    `## What it does`, `## Why`, `## Example` and `## Fix safety`.
+    """
+
+    code: str = ""
+    name: str = ""
+    severity: str = "error"
+    min_version: str | None = None     # first vLLM release the rule applies to
+    max_version: str | None = None     # last vLLM release it applies to
+    fix: str = "none"                  # none | safe | unsafe | sometimes
+    summary: str = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.code:
+            if cls.code in _REGISTRY and _REGISTRY[cls.code] is not cls:
+                raise RuntimeError(f"duplicate rule code {cls.code}")
+            _REGISTRY[cls.code] = cls
+
+    def __init__(self, target: tuple[int, int, int]):
+        self.target = target
+
+    @classmethod
+    def applies_to(cls, target: tuple[int, int, int]) -> bool:
+        if cls.min_version and target < parse_version(cls.min_version):
+            return False
+        if cls.max_version and target > parse_version(cls.max_version):
+            return False
+        return True
+
+    @classmethod
+    def versions(cls) -> str:
+        low = cls.min_version or "any"
+        return f">= {low}" if not cls.max_version else f"{low} - {cls.max_version}"
+
+    @classmethod
+    def doc(cls) -> str:
+        return _dedent(cls.__doc__ or "")
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        parts = re.split(r"^## +(.+?)\s*$", cls.doc(), flags=re.M)
+        return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+
+    def finding(self, file: SourceFile, span: Span, message: str, fix: Fix | None = None,
+                severity: str | None = None) -> Finding:
+        return Finding(self.code, self.name, severity or self.severity, file, span, message,
+                       fix, fix is not None)
+
+    def check(self, project) -> Iterable[Finding]:   # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def target_str(self) -> str:
+        return fmt(self.target)
+
+
+def _dedent(doc: str) -> str:
+    lines = doc.expandtabs().splitlines()
+    if not lines:
+        return ""
+    indents = [len(l) - len(l.lstrip()) for l in lines[1:] if l.strip()]
+    cut = min(indents) if indents else 0
+    return "\n".join([lines[0].strip()] + [l[cut:] for l in lines[1:]]).strip() + "\n"
+
+
+def load_rules() -> dict[str, type[Rule]]:
+    package = importlib.import_module("vllmlint.rules")
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"vllmlint.rules.{info.name}")
+    return dict(sorted(_REGISTRY.items()))
+
+
+def selected_rules(target, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> Iterator[Rule]:
+    select, ignore = [s.upper() for s in select], [s.upper() for s in ignore]
+    for code, cls in load_rules().items():
+        if select and not any(code.startswith(s) for s in select):
+            continue
+        if any(code.startswith(s) for s in ignore):
+            continue
+        if cls.applies_to(target):
+            yield cls(target)

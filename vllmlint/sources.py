@@ -1,0 +1,62 @@
+"""Read files as text we can edit byte-exactly, and write them back the same way."""
+from __future__ import annotations
+
+import codecs
+import os
+import tempfile
+from pathlib import Path
+
+from .model import SourceFile
+
+MAX_BYTES = 10 * 1024 * 1024    # a deployment config is never this big; bounded time and memory
+
+
+class Unreadable(Exception):
+    def __init__(self, line: int, reason: str):
+        super().__init__(reason)
+        self.line, self.reason = line, reason
+
+
+def decode(raw: bytes) -> tuple[str, bool]:
+    bom = raw.startswith(codecs.BOM_UTF8)
+    body = raw[len(codecs.BOM_UTF8):] if bom else raw
+    try:
+        return body.decode("utf-8"), bom
+    except UnicodeDecodeError as err:
+        line = body[:err.start].count(b"\n") + 1
+        raise Unreadable(line, f"not UTF-8 text (byte 0x{body[err.start]:02x} at offset {err.start})") from None
+
+
+def read_source(path: Path, display: str, kind: str) -> SourceFile:
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise Unreadable(1, f"skipped: {size / 1e6:.1f} MB is over the {MAX_BYTES // 2**20} MiB limit")
+        raw = path.read_bytes()
+    except OSError as err:
+        raise Unreadable(0, f"cannot read: {err.strerror or err}") from None
+    if b"\0" in raw[:8192]:
+        raise Unreadable(1, "binary file")
+    text, bom = decode(raw)
+    return SourceFile(path=path, display=display, text=text, kind=kind, bom=bom)
+
+
+def encode(source: SourceFile, text: str) -> bytes:
+    return (codecs.BOM_UTF8 if source.bom else b"") + text.encode("utf-8")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Temp file in the same folder, same mode, then rename: never a half-written config."""
+    if not os.access(path, os.W_OK):
+        raise PermissionError(f"{path} is read-only")
+    mode = path.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".vllmlint", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
