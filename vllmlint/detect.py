@@ -34,8 +34,16 @@ class Detected:
     program: str        # "vllm", "python -m vllm.entrypoints.openai.api_server", proxy name
 
 
+DEFAULT_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
+
+
 def is_vllm_image(image: str | None) -> bool:
-    return bool(image) and bool(VLLM_IMAGE_RE.match(image.strip().strip("'\"")))
+    """`vllm/vllm-openai:v0.29.0`, registry-prefixed, or compose's `${VLLM_IMAGE:-vllm/...}`."""
+    if not image:
+        return False
+    image = image.strip().strip("'\"")
+    m = DEFAULT_RE.match(image)
+    return bool(VLLM_IMAGE_RE.match(m.group(1) if m else image))
 
 
 def _basename(word: str) -> str:
@@ -75,6 +83,8 @@ def _python_module(words: list[str], i: int) -> Detected | None:
             module = words[j + 1]
             if module == "vllm.entrypoints.openai.api_server":
                 return Detected(API_SERVER, i, j + 2, f"python -m {module}")
+            if module == "dynamo.vllm":       # NVIDIA Dynamo's worker takes vLLM's engine args
+                return Detected(OTHER, i, j + 2, "python -m dynamo.vllm")
             if module in ("vllm.entrypoints.cli.main", "vllm") and j + 2 < len(words):
                 sub = words[j + 2]
                 if sub == "serve":

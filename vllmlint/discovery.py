@@ -42,12 +42,12 @@ def classify(path: Path, head: bytes) -> str | None:
         return "python"
     if re.match(r"^requirements.*\.(txt|in)$", lower):
         return "requirements"
-    if "." not in name or lower.endswith((".tpl",)):
+    if "." not in name or lower.endswith((".tpl", ".template")):
         if SHELL_SHEBANG.match(head):
             return "shell"
         if PYTHON_SHEBANG.match(head):
             return "python"
-        if lower.endswith(".tpl") and (b"apiVersion:" in head or b"services:" in head):
+        if lower.endswith((".tpl", ".template")) and (b"apiVersion:" in head or b"services:" in head):
             return "yaml"
     return None
 

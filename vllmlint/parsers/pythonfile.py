@@ -232,6 +232,7 @@ class _Parser:
     def __init__(self, source: SourceFile, module, positions):
         self.source, self.text, self.module, self.positions = source, source.text, module, positions
         self.line_starts = [0] + [m.end() for m in LINE_RE.finditer(self.text)]
+        self.shift = self.formfeed_shifts()
         self.pf = ParsedFile(source)
         self.module_scope = Scope("", None)
         self.scope = self.module_scope
@@ -247,7 +248,30 @@ class _Parser:
 
     # -- positions -------------------------------------------------------------------------
     def off(self, pos) -> int:
-        return self.line_starts[pos.line - 1] + pos.column
+        return self.line_starts[pos.line - 1] + pos.column + self.shift.get(pos.line, 0)
+
+    def formfeed_shifts(self) -> dict[int, int]:
+        """libcst counts characters, except that a form feed in the indentation of a line that
+        starts a statement restarts that line's columns (as CPython's tokenizer does)."""
+        shifts: dict[int, int] = {}
+        for n, start in enumerate(self.line_starts, 1):
+            m = re.match(r"[ \t\x0c]*\x0c", self.text[start:start + 200])
+            if m:
+                shifts[n] = m.end()
+        if not shifts:
+            return {}
+        starts: set[int] = set()
+        kinds = (cst.BaseStatement, cst.Else, cst.ExceptHandler, cst.Finally, cst.Decorator,
+                 cst.ExceptStarHandler, cst.MatchCase)
+        stack = [self.module]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, kinds):
+                starts.add(self.positions[node].start.line)
+            if isinstance(node, (cst.Module, cst.BaseSuite, cst.BaseStatement, cst.Else, cst.ExceptHandler,
+                                 cst.ExceptStarHandler, cst.Finally, cst.MatchCase, cst.If)):
+                stack.extend(node.children)
+        return {line: k for line, k in shifts.items() if line in starts}
 
     def span(self, node) -> tuple[int, int]:
         r = self.positions[node]
@@ -565,6 +589,9 @@ class _Parser:
             return
         if any(isinstance(n, cst.Comparison) for n in self.stack[:-1]):
             return
+        parent = self.stack[-2] if len(self.stack) > 1 else None
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+            return                                  # `for word in ["vllm", "serve"]`
         why: list[str] = []
         segs, ok = self.segs_of(node, "", why)
         if not ok:
@@ -958,6 +985,7 @@ class _Parser:
         return AppendSite(self.source, e, ", " + quote + "{}" + quote)
 
     def shell_launches(self, cand: StringCandidate) -> list[Launch]:
+        """Launches of a shell command string; its own exports and prefixes reach only them."""
         pieces = self.pieces(cand.node)
         if pieces is None:
             self.pf.notes.append(f"line {self.source.line_col(self.span(cand.node)[0])[0]}: a shell "
@@ -1007,8 +1035,14 @@ class _Parser:
                         "the command string is built from Python expressions"
                 else:
                     launch.append_site = AppendSite(self.source, offset, site.template)
+        launches = scan.launches
+        if not cand.forced:
+            # `VLLM = "vllm serve"`: a string that only names the command is a fragment
+            launches = [l for l in launches if len(l.argv) > l.options_start]
+            if not launches:
+                return []
         self.pf.env.extend(scan.env)
-        return scan.launches
+        return launches
 
 
 class _SpanFixer:

@@ -259,6 +259,8 @@ def _shell_c_script(words: list[Word]) -> Word | None:
     for i, w in enumerate(words[1:], 1):
         v = w.value
         if v.startswith("-") and not v.startswith("--") and "c" in v[1:]:
+            if i + 1 < len(words) and words[i + 1].value == "--":     # `bash -c -- SCRIPT`
+                i += 1
             return words[i + 1] if i + 1 < len(words) else None
         if not v.startswith("-") and basename(v) not in SHELLS and v not in ("exec", "nohup"):
             return None

@@ -6,13 +6,22 @@ token and env entry keeps its exact span.
 """
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from ..detect import detect, is_vllm_image, serve_kind
-from ..model import Arg, EnvEntry, Launch, ParsedFile, ParseError, SourceFile
+from ..model import AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, SourceFile, normalize_flag
 from .shellscan import SHELLS, Shift, basename, scan_shell, split_words
 from .yaml_edit import append_site, remove_item
-from .yaml_source import YamlError, compose_all, mask_templates, scalar_offsets
+from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
+
+ARGS_KEY_RE = re.compile(r"(?i)(?:^|_|[a-z])(?:args|cmd_template)$")
+LAUNCH_HINT_RE = re.compile(r"vllm\s+(?:serve|launch)\b|vllm\.entrypoints|disagg_proxy|toy_proxy_server")
+
+
+def _blank(text: str) -> str:
+    return re.sub(r"[^\n]", " ", text)
 
 Pair = tuple[yaml.Node, yaml.Node]
 
@@ -49,8 +58,11 @@ class YamlParser:
         try:
             docs = compose_all(masked)
         except YamlError as err:
-            raise ParseError(err.line, f"{'Helm/Go template: ' if self.templated else ''}{err}") from None
+            if not self.templated:
+                raise ParseError(err.line, str(err)) from None
+            docs, masked = self._segments(masked, err)
         self.masked = masked
+        self.consumed: set[int] = set()
         for index, doc in enumerate(docs):
             if doc is None:
                 continue
@@ -62,6 +74,23 @@ class YamlParser:
         if self.templated:
             self.pf.notes.append(f"{len(self.templated)} Go template action(s) read as placeholders")
         return self.pf
+
+    def _segments(self, masked: str, first_error: YamlError):
+        """A Helm template that is not YAML even with its actions masked (several `define`
+        blocks, documents without `---`): read each resource on its own, blanking the rest so
+        offsets stay true. Resources that still do not parse are skipped and said so."""
+        starts = [m.start() for m in re.finditer(r"(?m)^(?:apiVersion|services):", masked)]
+        if not starts:
+            raise ParseError(first_error.line, f"Helm/Go template: {first_error}")
+        bounds = sorted({0, *starts}) + [len(masked)]
+        docs: list = []
+        for lo, hi in zip(bounds, bounds[1:]):
+            segment = _blank(masked[:lo]) + masked[lo:hi] + _blank(masked[hi:])
+            try:
+                docs.extend(compose_all(segment))
+            except YamlError as err:
+                self.pf.notes.append(f"line {err.line}: skipped a templated resource that is not YAML ({err})")
+        return docs, masked
 
     # -- scalars ----------------------------------------------------------
     def offsets(self, node: yaml.ScalarNode):
@@ -128,6 +157,9 @@ class YamlParser:
     def launch_from(self, command: yaml.Node | None, args: yaml.Node | None, image: str | None,
                     env: list[EnvEntry], context: str, group: str, env_from: list[str]) -> None:
         """Build the launch(es) of one container or service from its command and args."""
+        for node in (command, args):
+            if node is not None:
+                self.consumed.update(id(n) for n in [node, *getattr(node, "value", [])] if isinstance(n, yaml.Node))
         # a single string (compose `command: vllm serve ...`, Helm values): compose splits it
         for node in (command, args):
             if isinstance(node, yaml.ScalarNode) and node.value.strip():
@@ -159,6 +191,8 @@ class YamlParser:
             for i, v in enumerate(values[1:], 1):
                 if v.startswith("-") and not v.startswith("--") and "c" in v[1:] and i + 1 < len(nodes):
                     script = nodes[i + 1]
+                    if values[i + 1] == "--" and i + 2 < len(nodes):     # `bash -c -- SCRIPT`
+                        script = nodes[i + 2]
                     offs = self.offsets(script) if isinstance(script, yaml.ScalarNode) else None
                     if offs is not None:
                         scan = scan_shell(self.source, script.value, offs, context=context, group=group,
@@ -190,7 +224,6 @@ class YamlParser:
                         argv=[Arg("vllm"), Arg("serve")] + argv, options_start=2, context=context,
                         group=group, env=list(env), image=image, program="image entrypoint")
         if string_node is not None and argv and argv[-1].span:
-            from ..model import AppendSite
             site = AppendSite(self.source, argv[-1].span[1], " {}")
         launch.append_site = site
         if site is None:
@@ -218,7 +251,9 @@ class YamlParser:
             image = scalar(get(service, "image"))
             context, group = f"service {name}", f"{self.source.display}#{index}:{name}"
             if entrypoint is not None:
-                if isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.SequenceNode):
+                if isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.ScalarNode):
+                    self._joined_scalars(entrypoint, command, image, env, context, group)
+                elif isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.SequenceNode):
                     # `entrypoint: vllm serve` + command list: argv is both
                     offs = self.offsets(entrypoint)
                     words = split_words(self.source, entrypoint.value, offs) if offs else []
@@ -228,6 +263,18 @@ class YamlParser:
             else:
                 # compose `command` replaces the image's CMD: it is the args of its entrypoint
                 self.launch_from(None, command, image, env, context, group, [])
+
+    def _joined_scalars(self, entrypoint, command, image, env, context, group) -> None:
+        """`entrypoint: /bin/bash` + `command: -c "..."`: compose runs both as one argv."""
+        offs_e, offs_c = self.offsets(entrypoint), self.offsets(command)
+        if offs_e is None or offs_c is None or not offs_e:
+            return
+        self.consumed.update((id(entrypoint), id(command)))
+        text = entrypoint.value + " " + command.value
+        omap = list(offs_e) + [offs_e[-1]] + list(offs_c)
+        scan = scan_shell(self.source, text, omap, context=context, group=group, inherited_env=env, image=image)
+        self._add(scan.launches, [])
+        self.pf.env.extend(scan.env)
 
     def _entry_plus_args(self, words: list[Arg], args: yaml.SequenceNode, image, env, context, group) -> None:
         argv = words + [self.arg(n) for n in args.value]
@@ -251,21 +298,44 @@ class YamlParser:
             return
         owner = f"{kind}/{meta_name}" if kind else (meta_name or f"document {index + 1}")
         seen: set[int] = set()
-        stack = [doc]
+        stack: list[tuple[yaml.Node, str | None]] = [(doc, None)]
         while stack:
-            node = stack.pop()
+            node, parent_key = stack.pop()
             if id(node) in seen:
                 continue
             seen.add(id(node))
             if isinstance(node, yaml.MappingNode):
-                if self._is_container(node):
+                if self._is_container(node, parent_key):
                     self._container(node, owner, index)
-                stack.extend(v for _, v in reversed(node.value))
+                stack.extend((v, scalar(k)) for k, v in reversed(node.value))
+                for k, v in node.value:
+                    if isinstance(v, yaml.SequenceNode) and ARGS_KEY_RE.search(scalar(k) or "") \
+                            and id(v) not in self.consumed:
+                        self._args_list(scalar(k), v, owner, index)
             elif isinstance(node, yaml.SequenceNode):
-                stack.extend(reversed(node.value))
+                stack.extend((v, parent_key) for v in reversed(node.value))
+        self._loose_scripts(doc, owner)
+
+    def _loose_scripts(self, doc: yaml.Node, owner: str) -> None:
+        """Shell code outside any container (dstack `commands`, SkyPilot `run`, benchmark
+        scenarios, truss `start_command`): scan every scalar that starts vLLM."""
+        for node in iter_nodes(doc):
+            if (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
+                    and LAUNCH_HINT_RE.search(node.value)):
+                offs = self.offsets(node)
+                if offs is None:
+                    continue
+                line = node.start_mark.line + 1
+                self._anchor = (node.start_mark.index, node.start_mark.index)
+                scan = scan_shell(self.source, node.value, offs, context=f"script at line {line} ({owner})",
+                                  group=f"{self.source.display}:{line}")
+                self._add(scan.launches, [])
+                self.pf.env.extend(scan.env)
 
     @staticmethod
-    def _is_container(node: yaml.MappingNode) -> bool:
+    def _is_container(node: yaml.MappingNode, parent_key: str | None = None) -> bool:
+        if parent_key in ("containers", "initContainers"):
+            return True
         keys = {k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
         if "command" in keys or "args" in keys:
             return True
@@ -282,7 +352,47 @@ class YamlParser:
             ref = scalar(get(get(item, "configMapRef") or item, "name"))
             if ref:
                 env_from.append(ref)
+        before = len(self.pf.launches)
         self.launch_from(get(node, "command"), get(node, "args"), image, env, context, group, env_from)
+        if len(self.pf.launches) == before:
+            self._args_in_env(node, image, env, context, group, env_from)
+
+    def _args_list(self, key: str, seq: yaml.SequenceNode, owner: str, index: int) -> None:
+        """Chart values and recipes keep vLLM's flags in a list (`extraArgs`, `vllm_args`,
+        `server_cmd_template`) that a template later puts after `vllm serve`."""
+        argv = [self.arg(n) for n in seq.value if isinstance(n, yaml.ScalarNode)]
+        if not argv or not _looks_like_vllm_args([a.value for a in argv]):
+            return
+        self.consumed.update(id(n) for n in [seq, *seq.value])
+        line = seq.start_mark.line + 1
+        self._anchor = (seq.start_mark.index, seq.start_mark.index)
+        site = append_site(self.source, self.text, seq)
+        launch = Launch(kind=serve_kind([a.value for a in argv]), file=self.source, span=argv[0].span or self._anchor,
+                        argv=[Arg("vllm"), Arg("serve")] + argv, options_start=2,
+                        context=f"`{key}` at line {line} ({owner})", group=f"{self.source.display}#{index}:{key}:{line}",
+                        program=f"vllm serve (flags from `{key}`)", append_site=site,
+                        not_editable=None if site else "its list ends in a form vllmlint does not edit")
+        self._add([launch], [])
+
+    def _args_in_env(self, container, image, env, context, group, env_from) -> None:
+        """KServe and others pass vLLM's flags in an env var (`VLLM_ADDITIONAL_ARGS`) that the
+        image's entrypoint splices into `vllm serve`: read it as the launch's argv."""
+        env_node = get(container, "env")
+        for item in self.argv_nodes(env_node):
+            name, value = scalar(get(item, "name")), get(item, "value")
+            if not (name and name.endswith("ARGS") and isinstance(value, yaml.ScalarNode)):
+                continue
+            offs = self.offsets(value)
+            words = split_words(self.source, value.value, offs) if offs else []
+            if not _looks_like_vllm_args([w.value for w in words]):
+                continue
+            self._anchor = (value.start_mark.index, value.start_mark.index)
+            site = AppendSite(self.source, words[-1].span[1], " {}") if words[-1].span else None
+            launch = Launch(kind=serve_kind([w.value for w in words]), file=self.source,
+                            span=words[0].span or self._anchor, argv=[Arg("vllm"), Arg("serve")] + words,
+                            options_start=2, context=f"{context} via {name}", group=group, env=list(env),
+                            image=image, program=f"vllm serve (flags from ${name})", append_site=site)
+            self._add([launch], env_from)
 
     def _configmap(self, doc: yaml.Node, name: str) -> None:
         data_pair = pair(doc, "data")
@@ -299,13 +409,22 @@ class YamlParser:
         self.pf.env.extend(entries)
 
 
+# Options only vLLM spells this way: an argv fragment holding one of them feeds `vllm serve`.
+VLLM_MARKER_FLAGS = {
+    "--kv-transfer-config", "--tensor-parallel-size", "--pipeline-parallel-size", "--max-model-len",
+    "--gpu-memory-utilization", "--served-model-name", "--enable-prefix-caching", "--enforce-eager",
+    "--max-num-seqs", "--max-num-batched-tokens", "--data-parallel-size", "--enable-scale-out",
+    "--tokens-only", "--reasoning-parser", "--tool-call-parser", "--enable-auto-tool-choice",
+    "--kv-cache-dtype", "--enable-expert-parallel", "--speculative-config", "--compilation-config",
+    "--enable-chunked-prefill", "--disable-log-requests", "--swap-space", "--max-lora-rank",
+    "--enable-lora", "--limit-mm-per-prompt", "--distributed-executor-backend", "--block-size",
+    "--kv-events-config", "--ec-transfer-config", "--max-num-seq", "--disable-log-stats",
+}
+
+
 def _looks_like_vllm_args(values: list[str]) -> bool:
-    """Args-only containers of images that wrap vLLM (llm-d, KServe): known vLLM options."""
-    markers = {"--kv-transfer-config", "--kv_transfer_config", "--tensor-parallel-size", "--max-model-len",
-               "--gpu-memory-utilization", "--served-model-name", "--enable-prefix-caching",
-               "--enforce-eager", "--max-num-seqs", "--data-parallel-size", "--enable-scale-out",
-               "--tokens-only"}
-    return sum(v.split("=", 1)[0] in markers for v in values) >= 1
+    """Args-only containers of images that wrap vLLM (llm-d, KServe), chart `extraArgs`."""
+    return any(normalize_flag(v.split("=", 1)[0]) in VLLM_MARKER_FLAGS for v in values if v.startswith("--"))
 
 
 def parse_yaml(source: SourceFile) -> ParsedFile:
