@@ -572,3 +572,86 @@ def test_mentions_vllm_but_launches_nothing():
         """)
     pf = parse_python(s)
     assert pf.launches == [] and pf.env == []
+
+
+def test_form_feed_and_tab_indentation_keep_exact_spans():
+    text = ('import os\n\x0c\ndef f():\n\tcmd = ["vllm",\t"serve", "m"]\n'
+            '\x0c\tos.environ["VLLM_A"] = "1"\n\tsubprocess.run(cmd)\n')
+    s = src(text, dedent=False)
+    pf = parse_python(s)
+    launch = only_launch(s)
+    assert [raw(s, a.span) for a in launch.argv] == ['"vllm"', '"serve"', '"m"']
+    assert raw(s, pf.env[0].span) == 'os.environ["VLLM_A"] = "1"'
+    out = apply(text, pf.env[0].removal)
+    assert out == text.replace('\x0c\tos.environ["VLLM_A"] = "1"\n', "")
+
+
+def test_fragments_and_loops_are_not_launches():
+    s = src("""\
+        VLLM = "vllm serve"
+        for word in ["vllm", "serve"]:
+            pass
+        words = [w for w in ("vllm", "serve")]
+        """)
+    assert parse_python(s).launches == []
+
+
+EVERYTHING = '''\
+import json, os, subprocess, sys
+
+os.environ["VLLM_A"] = "1"; os.environ["VLLM_B"] = "2"
+os.environ.update(
+    VLLM_C="3",
+    VLLM_D="4",
+)
+if True: os.environ.setdefault("VLLM_E", "5")
+
+
+class Launcher:
+    def prefill(self, model):
+        env = {"VLLM_F": "6", **os.environ}
+        self.cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+                    "--model", model, "--kv-transfer-config",
+                    json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}),]
+        self.cmd += ('--port', '8100')
+        return subprocess.Popen(self.cmd, env=env)
+
+    def decode(self, model):
+        script = f"""
+            export VLLM_G=7
+            VLLM_H=8 exec vllm serve {model} \\\\
+                --port 8200 --kv-transfer-config '{{"kv_connector":"NixlConnector"}}'
+        """
+        return subprocess.Popen(["bash", "-lc", script], env=dict(os.environ, VLLM_I="9"))
+
+
+def proxy():
+    os.system("python disagg_proxy_multiturn.py --prefiller-hosts h1 --decoder-hosts h2")
+'''
+
+
+def test_every_edit_keeps_python_valid():
+    s = src(EVERYTHING, dedent=False)
+    compile(EVERYTHING, "x.py", "exec")
+    pf = parse_python(s)
+    assert sorted(l.kind for l in pf.launches) == [API_SERVER, PROXY, SERVE]
+    names = [e.name for e in pf.env]
+    assert names[:6] == ["VLLM_A", "VLLM_B", "VLLM_C", "VLLM_D", "VLLM_E", "VLLM_F"]
+    assert {"VLLM_G", "VLLM_H", "VLLM_I"} <= set(names)
+    for entry in pf.env:
+        assert entry.removal, entry.name
+        out = apply(EVERYTHING, entry.removal)
+        compile(out, "x.py", "exec")
+        assert entry.name not in out
+    for launch in pf.launches:
+        assert launch.not_editable is None
+        compile(apply(EVERYTHING, [launch.append_edit("--enable-prefix-caching")]), "x.py", "exec")
+    serve = next(l for l in pf.launches if l.kind == SERVE)
+    assert serve.context == "python launcher Launcher.decode()"
+    assert serve.env_value("VLLM_G") == "7" and serve.env_value("VLLM_H") == "8"
+    assert serve.env_value("VLLM_A") == "1"
+    assert json.loads(serve.flag_value("--kv-transfer-config").value) == {"kv_connector": "NixlConnector"}
+    api = next(l for l in pf.launches if l.kind == API_SERVER)
+    assert api.flag_value("--port").value == "8100"
+    out = apply(EVERYTHING, [api.append_edit("--x")])
+    assert "self.cmd += ('--port', '8100', '--x')" in out

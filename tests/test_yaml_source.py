@@ -471,6 +471,8 @@ def test_compose_errors(loader):
         compose_all("a: 'unterminated\n")
     with pytest.raises(YamlError):
         compose_all("a: b\n\ud800\n")
+    with pytest.raises(YamlError):
+        compose_all('a: "\\UFFFFFFFF"\n')  # OverflowError inside PyYAML's pure-Python scanner
     assert compose_all("") == []
     assert compose_all("# only a comment\n") == []
 
@@ -714,6 +716,32 @@ def test_empty_and_special_scalars(loader):
     for node in scalars(compose_all(text)):
         offs = scalar_offsets(text, node)
         assert offs is not None and len(offs) == len(node.value)
+
+
+def test_greedy_fallback():
+    # A value that the exact decoder does not reproduce (here: a hand-made node) is still aligned
+    # in order when possible: ' ' may map to a line break, blanks/quotes are skipped.
+    text = "k: a\n\n  b\n"
+    [doc] = compose_all(text)
+    real = doc.value[0][1]
+    assert real.value == "a\nb"
+    fake = yaml.ScalarNode(real.tag, "a b", real.start_mark, real.end_mark)
+    offs = scalar_offsets(text, fake)
+    assert offs == (3, 4, 8)
+    fake = yaml.ScalarNode(real.tag, "a c", real.start_mark, real.end_mark)
+    assert scalar_offsets(text, fake) is None
+
+
+def test_mask_multiline_action_crlf():
+    text = 'a: {{ include "x" (dict\r\n   "k" 1) }}\r\nb: |\r\n  {{- if .x }}\r\n  run\r\n  {{- end }}\r\n'
+    masked, spans = mask_templates(text)
+    assert len(spans) == 3
+    assert masked.startswith("a: " + "x" * len('{{ include "x" (dict') + "\r\n" + " " * len('   "k" 1) }}') + "\r\n")
+    assert line_starts(masked) == line_starts(text)
+    [doc] = compose_all(masked)
+    node = doc.value[1][1]
+    assert node.value.startswith("#") and "\nrun\n" in node.value
+    check_offsets(masked, node, scalar_offsets(masked, node))
 
 
 def test_scalar_offsets_never_raises_on_garbage():

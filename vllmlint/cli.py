@@ -39,11 +39,19 @@ def main() -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour.")
 @click.option("--select", multiple=True, help="Only these codes (or prefixes), comma-separated.")
 @click.option("--ignore", multiple=True, help="Skip these codes (or prefixes), comma-separated.")
 @click.option("--target-version", default=DEFAULT_TARGET, show_default=True, callback=_target,
               help="The vLLM release the configs must work with.")
-def check(paths, fmt, fix, diff, select, ignore, target_version):
+@click.option("--topology", type=click.Path(exists=True, dir_okay=False),
+              help="Output of `nvidia-smi topo -p2p r` or `nvidia-smi topo -m` for the GPU host (VL201).")
+@click.option("--model-config", type=click.Path(exists=True),
+              help="The model's config.json (or its folder), for KV size estimates (VL201).")
+@click.option("--prompt-tokens", type=click.IntRange(min=1),
+              help="Typical prompt length for KV size estimates (default: --max-model-len).")
+def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, topology, model_config,
+          prompt_tokens):
     """Check PATHS (default: the current folder)."""
     from .engine import check_and_fix
     from .registry import selected_rules
@@ -51,8 +59,9 @@ def check(paths, fmt, fix, diff, select, ignore, target_version):
     from .sources import encode, write_atomic
 
     candidates, missing = discover(list(paths) or ["."])
-    rules = list(selected_rules(target_version, _codes(select), _codes(ignore)))
-    outcome = check_and_fix(candidates, rules, fix=fix or diff)
+    options = {"topology": topology, "model_config": model_config, "prompt_tokens": prompt_tokens}
+    rules = list(selected_rules(target_version, _codes(select), _codes(ignore), options))
+    outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes)
     errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
     if diff:
         for path, (orig, new) in sorted(outcome.changed().items(), key=lambda kv: kv[1][0].display):

@@ -32,7 +32,7 @@ class Outcome:
         return {p: (self.originals[p], t) for p, t in self.texts.items() if t != self.originals[p].text}
 
 
-def run_rules(project: Project, rules: list[Rule]) -> tuple[list[Finding], list[Problem]]:
+def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tuple[list[Finding], list[Problem]]:
     findings: list[Finding] = []
     problems: list[Problem] = []
     for rule in rules:
@@ -44,6 +44,8 @@ def run_rules(project: Project, rules: list[Rule]) -> tuple[list[Finding], list[
                                     f"at {Path(where.filename).name}:{where.lineno}"))
     seen, unique = set(), []
     for f in sorted(findings, key=Finding.sort_key):
+        if f.fix is not None and f.fix.applicability == "unsafe" and not unsafe:
+            f.fix, f.fixable = None, False      # shown as not fixable unless --unsafe-fixes
         key = (f.code, f.file.display, f.span, f.message)
         if key not in seen:
             seen.add(key)
@@ -84,7 +86,7 @@ def _fix_key(finding: Finding) -> tuple:
 
 
 def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
-                  post_edits=None) -> Outcome:
+                  post_edits=None, unsafe: bool = False) -> Outcome:
     """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate)."""
     overrides: dict[Path, str] = {}
     originals: dict[Path, SourceFile] = {}
@@ -94,7 +96,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     post_done = post_edits is None
     for _ in range(MAX_PASSES):
         project = load(candidates, overrides)
-        findings, problems = run_rules(project, rules)
+        findings, problems = run_rules(project, rules, unsafe)
         if not fix:
             return Outcome(findings, project.problems + problems, project)
         chosen = _choose(findings, refused)
@@ -126,7 +128,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             else:
                 fixed.append(finding)
     project = load(candidates, overrides)
-    findings, problems = run_rules(project, rules)
+    findings, problems = run_rules(project, rules, unsafe)
     return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped)
 
 
@@ -138,9 +140,20 @@ def _pristine(source: SourceFile, overrides: dict[Path, str]) -> SourceFile:
 
 
 def _reparse_error(source: SourceFile, text: str) -> str | None:
+    """Why the fixed text is worse than the original: it no longer parses, or a
+    `--kv-transfer-config` JSON value that parsed before no longer does."""
     probe = SourceFile(source.path, source.display, text, source.kind, source.bom)
     try:
-        parse_source(probe)
+        after = parse_source(probe)
+        before = parse_source(SourceFile(source.path, source.display, source.text, source.kind, source.bom))
     except ParseError as err:
         return f"line {err.line}: {err.reason}"
+    if after is not None and before is not None and _bad_json(after) > _bad_json(before):
+        return "a --kv-transfer-config value would no longer be valid JSON"
     return None
+
+
+def _bad_json(parsed) -> int:
+    from .kvconfig import kv_config
+
+    return sum(1 for launch in parsed.launches if (cfg := kv_config(launch)) is not None and cfg.error)

@@ -9,7 +9,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 Span = tuple[int, int]
 
@@ -67,6 +67,34 @@ class Arg:
     span: Span | None = None
     dynamic: bool = False      # holds an expansion: value not known before run time
     splits: bool = False       # may expand to several argv items ("$@", unquoted $X)
+    # file offset of each character of `value`, computed on demand by the front end; lets a
+    # rule edit inside a token (one key of a JSON value) without rewriting the token
+    locate: Callable[[], Sequence[int] | None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def offsets(self) -> Sequence[int] | None:
+        if self.locate is None:
+            return None
+        offs = self.locate()
+        return offs if offs is not None and len(offs) == len(self.value) else None
+
+    def sub_span(self, start: int, end: int) -> Span | None:
+        """File span of value[start:end], when the value maps back to the file. A character
+        written as an escape (`\"`) maps to its backslash, so a span ends where the next
+        character starts."""
+        offs = self.offsets
+        if offs is None or self.file is None or not (0 <= start < end <= len(offs)):
+            return None
+        text = self.file.text
+
+        def begin(i: int) -> int:     # a shell escape maps to the escaped char: include its backslash
+            o = offs[i]
+            return o - 1 if o > 0 and text[o - 1] == "\\" and self.value[i] in '"\\$`' else o
+
+        if end < len(offs):
+            return begin(start), begin(end)
+        last = offs[end - 1]
+        return begin(start), last + (2 if text[last] == "\\" else 1)
 
     def replace(self, text: str) -> Edit | None:
         if self.file is None or self.span is None:
@@ -127,6 +155,20 @@ class Launch:
     image: str | None = None
     env_from: list[str] = field(default_factory=list)   # ConfigMap names (k8s envFrom)
     program: str = "vllm"
+    hostnames: list[str] = field(default_factory=list)  # names it is reached by (compose service, k8s workload)
+    labels: dict[str, str] = field(default_factory=dict)  # k8s pod labels, for Service selectors
+    gpus: list[int] | None = None      # GPU indices it is pinned to, when the config says
+    gpu_count: int | None = None       # GPUs it asks for (k8s nvidia.com/gpu, compose count)
+
+    @property
+    def port(self) -> int | None:
+        arg = self.flag_value("--port")
+        if arg is None:
+            return 8000 if self.kind in (SERVE, TOKENS_ONLY, API_SERVER, RENDER) else None
+        try:
+            return int(arg.value)
+        except ValueError:
+            return None
 
     @property
     def line(self) -> int:
@@ -214,6 +256,15 @@ class Finding:
 
 
 @dataclass
+class ServiceRef:
+    """A Kubernetes Service: its name reaches the pods its selector matches."""
+
+    name: str
+    selector: dict[str, str]
+    ports: dict[int, int | str]      # service port -> target port
+
+
+@dataclass
 class ParsedFile:
     """What a parser returns for one file."""
 
@@ -221,7 +272,7 @@ class ParsedFile:
     launches: list[Launch] = field(default_factory=list)
     env: list[EnvEntry] = field(default_factory=list)        # every env setting in the file
     configmaps: dict[str, list[EnvEntry]] = field(default_factory=dict)
-    images: list[tuple[str, Span]] = field(default_factory=list)   # image references
+    services: list["ServiceRef"] = field(default_factory=list)        # k8s Services
     notes: list[str] = field(default_factory=list)           # what was skipped, for the user
 
 

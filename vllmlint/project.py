@@ -65,7 +65,7 @@ def parse_source(source: SourceFile) -> ParsedFile | None:
     parse = parser_for(source.kind)
     if parse is None:
         return None
-    if source.kind == "python" and "vllm" not in source.text:
+    if source.kind == "python" and "vllm" not in source.text and "proxy" not in source.text:
         return ParsedFile(source)          # not a vLLM launcher: nothing to parse
     return parse(source)
 

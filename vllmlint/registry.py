@@ -37,8 +37,9 @@ class Rule:
                 raise RuntimeError(f"duplicate rule code {cls.code}")
             _REGISTRY[cls.code] = cls
 
-    def __init__(self, target: tuple[int, int, int]):
+    def __init__(self, target: tuple[int, int, int], options: dict | None = None):
         self.target = target
+        self.options = options or {}     # run options some rules read (--topology, --model-config, ...)
 
     @classmethod
     def applies_to(cls, target: tuple[int, int, int]) -> bool:
@@ -92,7 +93,8 @@ def load_rules() -> dict[str, type[Rule]]:
     return dict(sorted(_REGISTRY.items()))
 
 
-def selected_rules(target, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> Iterator[Rule]:
+def selected_rules(target, select: Iterable[str] = (), ignore: Iterable[str] = (),
+                   options: dict | None = None) -> Iterator[Rule]:
     select, ignore = [s.upper() for s in select], [s.upper() for s in ignore]
     for code, cls in load_rules().items():
         if select and not any(code.startswith(s) for s in select):
@@ -100,4 +102,4 @@ def selected_rules(target, select: Iterable[str] = (), ignore: Iterable[str] = (
         if any(code.startswith(s) for s in ignore):
             continue
         if cls.applies_to(target):
-            yield cls(target)
+            yield cls(target, options)

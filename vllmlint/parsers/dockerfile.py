@@ -104,7 +104,8 @@ def exec_form(ins: Instruction, file: SourceFile) -> list[Arg] | None:
             value = json.loads(s[i:j + 1])
         except ValueError:
             return None
-        out.append(Arg(value, file, ins.fspan(i, j + 1), dynamic="$" in value))
+        out.append(Arg(value, file, ins.fspan(i, j + 1), dynamic="$" in value,
+                       locate=lambda i=i, j=j: _json_string_offsets(s, i, j, ins.omap)))
         i = j + 1
         while i < len(s) and s[i] in " \t":
             i += 1
@@ -114,6 +115,19 @@ def exec_form(ins: Instruction, file: SourceFile) -> list[Arg] | None:
         if i < len(s) and s[i] == "]" and not s[i + 1:].strip():
             return out
         return None
+
+
+def _json_string_offsets(s: str, i: int, j: int, omap: list[int]) -> list[int]:
+    """File offset of each decoded character of the JSON string s[i:j+1] (an escape maps to
+    its backslash)."""
+    out, k = [], i + 1
+    while k < j:
+        out.append(omap[k])
+        if s[k] == "\\":
+            k += 6 if s[k + 1:k + 2] == "u" else 2
+        else:
+            k += 1
+    return out
 
 
 class _Stage:

@@ -352,7 +352,7 @@ class _Parser:
 
     def is_prose(self) -> bool:
         """Is the string being visited plainly text: a docstring, a message, a pattern?"""
-        node, parent = self.stack[-1], self.stack[-2] if len(self.stack) > 1 else None
+        parent = self.stack[-2] if len(self.stack) > 1 else None
         if isinstance(parent, cst.Expr):
             return True
         if isinstance(parent, cst.Arg):

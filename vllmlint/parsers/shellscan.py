@@ -70,7 +70,9 @@ class _Scanner:
         return self.omap[word.end - 1] + 1
 
     def arg(self, word: Word) -> Arg:
-        return Arg(word.value, self.file, (self.fstart(word), self.fend(word)), word.dynamic, word.splits)
+        omap = self.omap
+        return Arg(word.value, self.file, (self.fstart(word), self.fend(word)), word.dynamic, word.splits,
+                   locate=lambda: [omap[i] for i in word.offsets])
 
     # -- removal edits ------------------------------------------------------
     def remove_command(self, cmd_words: list[Word]) -> list[Edit]:
@@ -280,7 +282,8 @@ def split_words(file: SourceFile, text: str, omap) -> list[Arg]:
     out: list[Arg] = []
     for cmd in commands(text):
         for w in cmd.assignments + cmd.words:
-            out.append(Arg(w.value, file, (omap[w.start], omap[w.end - 1] + 1), w.dynamic, w.splits))
+            out.append(Arg(w.value, file, (omap[w.start], omap[w.end - 1] + 1), w.dynamic, w.splits,
+                           locate=lambda w=w: [omap[i] for i in w.offsets]))
     return out
 
 

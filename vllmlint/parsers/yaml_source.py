@@ -90,6 +90,8 @@ class YamlError(ValueError):
 # Template masking
 # ---------------------------------------------------------------------------------------------
 
+# How far past the first `}}` the Go-aware scan may look for the real end of an action.
+_MAX_LOOKAHEAD = 4096
 _COMMENT_END_RE = re.compile(r"\*/[ \t\r\n]*(?:-[ \t\r\n]*)?\}\}")
 
 
@@ -144,6 +146,9 @@ def _scan_action(text: str, i: int, limit: int) -> int:
         if c == "}":
             if text.startswith("}}", j):
                 return j + 2
+        elif c == "{":
+            if text.startswith("{{", j):
+                return -1  # a new action cannot start inside an action
         elif c == '"' or c == "'":
             j += 1
             while j < limit:
@@ -187,7 +192,8 @@ def _action_end(text: str, i: int, finders: tuple[_Finder, _Finder, _Finder]) ->
     # A quote-aware end on a later line than the first `}}` most likely comes from a stray quote,
     # so the Go-aware scan only looks as far as the end of that line.
     eol = find_break(plain_end)
-    aware = _scan_action(text, i, eol if eol >= 0 else len(text))
+    limit = min(eol if eol >= 0 else len(text), plain_end + _MAX_LOOKAHEAD)
+    aware = _scan_action(text, i, limit)
     return aware if aware >= 0 else plain_end
 
 
@@ -432,6 +438,10 @@ def compose_all(text: str) -> list[Node]:
         raise YamlError(1, f"invalid character in input: {err}") from None
     except RecursionError:
         raise YamlError(1, "YAML nested too deeply") from None
+    except Exception as err:  # e.g. OverflowError for "\\UFFFFFFFF" in PyYAML's pure-Python scanner
+        line = getattr(loader, "line", 0)
+        line = line + 1 if isinstance(line, int) else 1
+        raise YamlError(line, f"invalid YAML: {type(err).__name__}: {err}") from None
     finally:
         if loader is not None:
             try:
@@ -592,7 +602,7 @@ def _emit_fold(chars: list, offs: list, lb, tb: list) -> None:
         offs.append(o)
 
 
-def _skip_properties(text: str, p: int, end: int) -> int:
+def _skip_properties(text: str, p: int, end: int, skip_bom: bool = True) -> int:
     """Skip anchors/tags (and the blanks/comments after them) in front of a scalar."""
     while p < end and text[p] in "!&":
         if text.startswith("!<", p):
@@ -607,7 +617,7 @@ def _skip_properties(text: str, p: int, end: int) -> int:
                 p += 1
         while p < end:
             c = text[p]
-            if c in _BLANK:
+            if c in _BLANK or (skip_bom and c == "\ufeff"):
                 p += 1
             elif c in _BREAK_CHARS:
                 p += _break_len(text, p)
@@ -884,6 +894,42 @@ def _greedy(text: str, p: int, end: int, value: str, style: str):
     return tuple(offs)
 
 
+_FIRST_CONTENT_RE = re.compile("^( *)[^ \r\n\x85\u2028\u2029]", re.M)
+
+
+def _align_exact(text: str, p: int, e: int, value: str, style: str):
+    if style in ('"', "'"):
+        return _accept(_decode_quoted(text, p, style == '"'), value)
+    if style in ("|", ">"):
+        hdr = _block_header(text, p)
+        if hdr is None:
+            return None
+        literal, chomp, inc, body = hdr
+        if not inc:
+            res = _accept(_decode_block(text, body, e, literal, chomp, None), value)
+            if res is not None:
+                return res
+        # Explicit indentation indicator (parent indentation + increment), or auto-detection that
+        # disagreed with the parser: try the plausible indentations.
+        m = _FIRST_CONTENT_RE.search(text, body, e)
+        top = len(m.group(1)) if m else min(e - body, 200)
+        for k in range(max(inc, 1), top + 1):
+            res = _accept(_decode_block(text, body, e, literal, chomp, k), value)
+            if res is not None:
+                return res
+        return None
+    return _accept(_decode_plain(text, p, e), value)
+
+
+def _align_greedy(text: str, p: int, e: int, value: str, style: str):
+    if style in ('"', "'"):
+        return _greedy(text, p + 1, e, value, style)
+    if style in ("|", ">"):
+        hdr = _block_header(text, p)
+        return None if hdr is None else _greedy(text, hdr[3], e, value, style)
+    return _greedy(text, p, e, value, style)
+
+
 def _scalar_offsets(text: str, node: ScalarNode):
     if not isinstance(node, ScalarNode) or not isinstance(text, str):
         return None
@@ -896,35 +942,21 @@ def _scalar_offsets(text: str, node: ScalarNode):
     e = node.end_mark.index
     if not (0 <= s <= e <= len(text)):
         return None
-    p = _skip_properties(text, s, e)
     style = node.style or ""
-    if style in ('"', "'"):
-        res = _accept(_decode_quoted(text, p, style == '"'), value)
+    # libyaml skips a BOM at the start of a line between tokens, PyYAML keeps it as content.
+    starts = [_skip_properties(text, s, e, skip_bom=True)]
+    alt = _skip_properties(text, s, e, skip_bom=False)
+    if alt != starts[0]:
+        starts.append(alt)
+    for p in starts:
+        res = _align_exact(text, p, e, value, style)
         if res is not None:
             return res
-        return _greedy(text, p + 1, e, value, style)
-    if style in ("|", ">"):
-        hdr = _block_header(text, p)
-        if hdr is None:
-            return None
-        literal, chomp, inc, body = hdr
-        res = None
-        if not inc:
-            res = _accept(_decode_block(text, body, e, literal, chomp, None), value)
-        if res is None:
-            # Explicit indentation indicator (parent indentation + increment), or auto-detection
-            # that disagreed with the parser: try the plausible indentations.
-            for k in range(max(inc, 1), 1 + min(e - body, 1000)):
-                res = _accept(_decode_block(text, body, e, literal, chomp, k), value)
-                if res is not None:
-                    break
+    for p in starts:
+        res = _align_greedy(text, p, e, value, style)
         if res is not None:
             return res
-        return _greedy(text, body, e, value, style)
-    res = _accept(_decode_plain(text, p, e), value)
-    if res is not None:
-        return res
-    return _greedy(text, p, e, value, style)
+    return None
 
 
 def scalar_offsets(text: str, node: ScalarNode) -> tuple[int, ...] | None:

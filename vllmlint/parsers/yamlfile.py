@@ -11,7 +11,8 @@ import re
 import yaml
 
 from ..detect import detect, is_vllm_image, serve_kind
-from ..model import AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, SourceFile, normalize_flag
+from ..model import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef, SourceFile,
+                     normalize_flag)
 from .shellscan import SHELLS, Shift, basename, scan_shell, split_words
 from .yaml_edit import append_site, remove_item
 from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
@@ -27,18 +28,25 @@ Pair = tuple[yaml.Node, yaml.Node]
 
 
 def get(node: yaml.Node, key: str) -> yaml.Node | None:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return v
-    return None
+    found = pair(node, key)
+    return found[1] if found else None
 
 
-def pair(node: yaml.Node, key: str) -> Pair | None:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
+def pair(node: yaml.Node, key: str, depth: int = 0) -> Pair | None:
+    """The (key, value) nodes of `key`, following `<<: *anchor` merge keys (compose, k8s)."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    merged = []
+    for k, v in node.value:
+        if isinstance(k, yaml.ScalarNode):
+            if k.value == key and k.tag != "tag:yaml.org,2002:merge":
                 return k, v
+            if k.value == "<<" and depth < 8:
+                merged.extend(v.value if isinstance(v, yaml.SequenceNode) else [v])
+    for m in merged:
+        found = pair(m, key, depth + 1)
+        if found:
+            return found
     return None
 
 
@@ -63,7 +71,9 @@ class YamlParser:
             docs, masked = self._segments(masked, err)
         self.masked = masked
         self.consumed: set[int] = set()
+        self._where: dict = {}
         for index, doc in enumerate(docs):
+            self._where = {}
             if doc is None:
                 continue
             if isinstance(get(doc, "services"), yaml.MappingNode):
@@ -111,7 +121,7 @@ class YamlParser:
             if offs is not None:
                 value = "".join(self.text[o] for o in offs)
             dynamic = True
-        return Arg(value, self.source, span, dynamic=dynamic)
+        return Arg(value, self.source, span, dynamic=dynamic, locate=lambda: self.offsets(node))
 
     # -- env ----------------------------------------------------------------
     def env_entries(self, container: yaml.Node, origin: str) -> list[EnvEntry]:
@@ -233,6 +243,10 @@ class YamlParser:
     def _add(self, launches: list[Launch], env_from: list[str]) -> None:
         for launch in launches:
             launch.env_from = list(env_from)
+            launch.hostnames = list(self._where.get("hostnames", []))
+            launch.labels = dict(self._where.get("labels", {}))
+            launch.gpus = self._where.get("gpus")
+            launch.gpu_count = self._where.get("gpu_count")
             if launch.span == (0, 0):
                 launch.span = self._anchor
         self.pf.launches.extend(launches)
@@ -246,6 +260,9 @@ class YamlParser:
                 continue
             name = scalar(key) or "?"
             self._anchor = (key.start_mark.index, key.end_mark.index)
+            self._where = {"hostnames": [h for h in (name, scalar(get(service, "container_name")),
+                                                     scalar(get(service, "hostname"))) if h]}
+            self._where.update(_compose_gpus(service))
             env = self.env_entries(service, f"compose service {name} environment")
             entrypoint, command = get(service, "entrypoint"), get(service, "command")
             image = scalar(get(service, "image"))
@@ -296,6 +313,10 @@ class YamlParser:
         if kind == "ConfigMap":
             self._configmap(doc, meta_name)
             return
+        if kind == "Service":
+            self._service(doc, meta_name)
+            return
+        self._where = {"hostnames": [meta_name] if meta_name else [], "labels": _all_labels(doc)}
         owner = f"{kind}/{meta_name}" if kind else (meta_name or f"document {index + 1}")
         seen: set[int] = set()
         stack: list[tuple[yaml.Node, str | None]] = [(doc, None)]
@@ -341,8 +362,22 @@ class YamlParser:
             return True
         return "image" in keys and ("name" in keys or "env" in keys) and isinstance(get(node, "image"), yaml.ScalarNode)
 
+    def _service(self, doc: yaml.Node, name: str) -> None:
+        spec = get(doc, "spec")
+        selector = {k.value: v.value for k, v in getattr(get(spec, "selector"), "value", [])
+                    if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
+        ports: dict[int, int | str] = {}
+        for item in self.argv_nodes(get(spec, "ports")):
+            port, target = scalar(get(item, "port")), scalar(get(item, "targetPort"))
+            if port and port.isdigit():
+                ports[int(port)] = int(target) if target and target.isdigit() else (target or int(port))
+        self.pf.services.append(ServiceRef(name, selector, ports))
+
     def _container(self, node: yaml.MappingNode, owner: str, index: int) -> None:
         name = scalar(get(node, "name")) or "?"
+        gpu = scalar(get(get(get(node, "resources"), "limits"), "nvidia.com/gpu")) or \
+            scalar(get(get(get(node, "resources"), "requests"), "nvidia.com/gpu"))
+        self._where["gpu_count"] = int(gpu) if gpu and gpu.isdigit() else None
         image = scalar(get(node, "image"))
         self._anchor = (node.start_mark.index, node.start_mark.index)
         context, group = f"container {name} ({owner})", f"{self.source.display}#{index}:{owner}:{name}"
@@ -420,6 +455,34 @@ VLLM_MARKER_FLAGS = {
     "--enable-lora", "--limit-mm-per-prompt", "--distributed-executor-backend", "--block-size",
     "--kv-events-config", "--ec-transfer-config", "--max-num-seq", "--disable-log-stats",
 }
+
+
+def _all_labels(doc: yaml.Node) -> dict[str, str]:
+    """Every `labels:` map in a workload (its own and its pod template's), for selectors."""
+    labels: dict[str, str] = {}
+    for node in iter_nodes(doc):
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if scalar(k) == "labels" and isinstance(v, yaml.MappingNode):
+                    labels.update({a.value: b.value for a, b in v.value
+                                   if isinstance(a, yaml.ScalarNode) and isinstance(b, yaml.ScalarNode)})
+    return labels
+
+
+def _compose_gpus(service: yaml.Node) -> dict:
+    """`deploy.resources.reservations.devices`: `device_ids` pin GPUs, `count` asks for some."""
+    devices = get(get(get(get(service, "deploy"), "resources"), "reservations"), "devices")
+    out: dict = {}
+    for dev in getattr(devices, "value", []) if isinstance(devices, yaml.SequenceNode) else []:
+        ids = get(dev, "device_ids")
+        if isinstance(ids, yaml.SequenceNode):
+            vals = [scalar(n) for n in ids.value]
+            if all(v and v.isdigit() for v in vals):
+                out["gpus"] = [int(v) for v in vals]
+        count = scalar(get(dev, "count"))
+        if count and count.isdigit():
+            out["gpu_count"] = int(count)
+    return out
 
 
 def _looks_like_vllm_args(values: list[str]) -> bool:

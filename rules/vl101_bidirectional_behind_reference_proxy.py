@@ -1,0 +1,78 @@
+from vllmlint.graph import graph_of
+from vllmlint.registry import Rule
+from vllmlint.versions import parse_version
+
+STREAMED_PARAMS = parse_version("0.33.0")   # first release whose streamed chunks carry kv_transfer_params
+
+
+class BidirectionalBehindReferenceProxy(Rule):
+    """`bidirectional_kv_xfer` behind vLLM's reference multi-turn proxy gives wrong answers.
+
+    ## What it does
+    Finds prefill and decode launches whose NixlConnector `kv_connector_extra_config` sets
+    `bidirectional_kv_xfer: true` and that are routed by `disagg_proxy_multiturn.py`, vLLM's
+    reference multi-turn proxy - across files: the proxy, P and D may sit in three different
+    manifests. The proxy's `--prefiller-hosts/--decoder-hosts` are resolved to launches in the
+    tree; when they cannot be, every bidirectional P and D in the tree counts.
+
+    ## Why
+    With bidirectional transfer, decode returns `kv_transfer_params` at the end of a turn and
+    prefill pulls those blocks for the next turn, computing only the new tokens. NixlConnector
+    pairs blocks by position and never compares token ids. The reference proxy caches decode's
+    parameters keyed on a client-supplied `conversation_id` and attaches them to the next turn
+    without checking that the new prompt continues the old one. A client that edits history -
+    a chat template that strips reasoning (Qwen3), an agent that rewrites tool calls, compaction -
+    then gets answers computed on KV of other tokens: wrong, fast, and with no error. vLLM's docs
+    say "We currently assume the router is able to detect such mismatch across turns" (#43094,
+    closed as stale); the guard proposed in PR #44838 compares text, not token ids, and was never
+    merged. Before 0.33.0 streamed responses carry no `kv_transfer_params`, so the proxy (which
+    streams from decode) caches nothing yet; 0.33.0 adds them and the bug goes live.
+
+    ## Example
+    ```bash
+    vllm serve $M --port 8100 --kv-transfer-config \\
+      '{"kv_connector":"NixlConnector","kv_role":"kv_producer","kv_connector_extra_config":{"bidirectional_kv_xfer":true}}'
+    vllm serve $M --port 8200 --kv-transfer-config \\
+      '{"kv_connector":"NixlConnector","kv_role":"kv_consumer","kv_connector_extra_config":{"bidirectional_kv_xfer":true}}'
+    python disagg_proxy_multiturn.py --port 8000 --prefiller-hosts localhost --prefiller-ports 8100 \\
+      --decoder-hosts localhost --decoder-ports 8200
+    ```
+    Turn `bidirectional_kv_xfer` off, or route through a router that attaches the parameters
+    only when the new prompt's token ids start with exactly the ids decode saw and produced.
+
+    ## Fix safety
+    No automatic fix: turning the mode off changes latency, and replacing the router is a
+    design decision.
+    """
+
+    code = "VL101"
+    name = "bidirectional-behind-reference-proxy"
+    severity = "error"
+    fix = "none"
+
+    def check(self, project):
+        graph = graph_of(project)
+        bidir = [l for l in graph.launches if (graph.kv.get(id(l)) or None) and graph.kv[id(l)].bidirectional]
+        for proxy in graph.proxies:
+            if proxy.flavour != "reference-multiturn":
+                continue
+            if proxy.resolved:
+                prefill = [l for l in proxy.prefill if l in bidir]
+                decode = [l for l in proxy.decode if l in bidir]
+            else:
+                prefill = [l for l in bidir if graph.role(l) in ("kv_producer", "kv_both")]
+                decode = [l for l in bidir if graph.role(l) in ("kv_consumer", "kv_both")]
+            if not prefill or not decode:
+                continue
+            where = ", ".join(f"{l.file.display}:{l.line}" for l in prefill + decode)
+            message = (f"bidirectional_kv_xfer on P and D ({where}) behind vLLM's reference multi-turn proxy: "
+                       f"NixlConnector pairs blocks by position and the proxy reuses decode's blocks by the client's "
+                       f"conversation_id without checking that the new prompt continues the old one, so edited history "
+                       f"(stripped reasoning, rewritten tool calls, compaction) gets wrong answers with no error; "
+                       f"turn bidirectional_kv_xfer off or use a router that checks token-id continuation")
+            if self.target < STREAMED_PARAMS:
+                message += (f" (on vLLM {self.target_str} streamed responses carry no kv_transfer_params, so this "
+                            f"proxy caches nothing yet; 0.33.0 adds them and turns this into wrong answers)")
+            if not proxy.resolved:
+                message += " [the proxy's hosts were not all found in the tree; every bidirectional P and D counted]"
+            yield self.finding(proxy.launch.file, proxy.launch.span, message)

@@ -1,0 +1,120 @@
+import difflib
+
+from vllmlint.graph import graph_of
+from vllmlint.kvcatalogue import KV_FIELDS, KV_ROLES, connectors, kv_fields, removed_in
+from vllmlint.kvconfig import NIXL, truthy
+from vllmlint.registry import Rule
+
+
+class KvTransferConfigInvalid(Rule):
+    """`--kv-transfer-config` that vLLM rejects, or a P/D pair that cannot work together.
+
+    ## What it does
+    Reads `--kv-transfer-config` in every spelling (a JSON token, `--flag=JSON`,
+    `--kv_transfer_config`, the JSON as its own list item, dotted sub-flags) and reports:
+    malformed JSON; top-level keys the target release does not have (`kv_rank`,
+    `kv_parallel_size`, `kv_buffer_size`, `kv_ip` were removed in 0.32.0); a connector name vLLM
+    does not register, without `kv_connector_module_path`; `kv_connector` without `kv_role`, or a
+    role that does not exist; `kv_role: kv_both` with NixlConnector (deprecated, warning); and,
+    across prefill and decode of one deployment, different connectors or transfer modes,
+    `bidirectional_kv_xfer` on only one side, or bidirectional with `NixlPushConnector`.
+
+    ## Why
+    `KVTransferConfig` forbids unknown fields, so a removed or misspelled key stops the server at
+    startup; `kv_connector` without `kv_role` raises in `__post_init__`; an unregistered name
+    fails with `Unsupported connector type`. The transfer mode is part of NIXL's handshake
+    compatibility hash, so P and D with different modes never talk. `bidirectional_kv_xfer`
+    must be set on both sides, and `NixlPushConnector` raises NotImplementedError with it.
+
+    ## Example
+    ```bash
+    vllm serve $M --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_rank":0}'
+    ```
+    On 0.32.0 `kv_rank` stops the server; `kv_both` is deprecated for NixlConnector: use
+    `kv_producer` on prefill and `kv_consumer` on decode.
+
+    ## Fix safety
+    No automatic fix: each of these needs a decision about the deployment.
+    """
+
+    code = "VL103"
+    name = "kv-transfer-config-invalid"
+    severity = "error"
+    fix = "none"
+
+    def check(self, project):
+        graph = graph_of(project)
+        fields, known = kv_fields(self.target), connectors(self.target)
+        for launch in graph.launches:
+            cfg = graph.kv.get(id(launch))
+            if cfg is None or cfg.unknown:
+                continue
+            if cfg.error:
+                yield self.finding(cfg.file, cfg.span(), f"--kv-transfer-config is not valid JSON: {cfg.error}")
+                continue
+            yield from self._one(cfg, cfg.data, (), fields, known)
+            for i, child in enumerate(cfg.extra.get("connectors") or [] if cfg.connector == "MultiConnector" else []):
+                if isinstance(child, dict):
+                    yield from self._one(cfg, child, ("kv_connector_extra_config", "connectors", i), fields, known)
+        for producers, consumers in graph.pd_pairs():
+            yield from self._pair(graph, producers, consumers)
+
+    def _one(self, cfg, data, prefix, fields, known):
+        for key in data:
+            if key in fields:
+                continue
+            gone = removed_in(KV_FIELDS, key)
+            if gone:
+                why = f"was removed in vLLM {gone}"
+            else:
+                close = difflib.get_close_matches(key, sorted(fields), n=1)
+                why = "is not a field of KVTransferConfig" + (f" (did you mean `{close[0]}`?)" if close else "")
+            yield self.finding(cfg.file, cfg.span(prefix + (key,)),
+                               f"`{key}` {why}: vLLM {self.target_str} refuses to start (unknown fields are forbidden)")
+        connector, role = data.get("kv_connector"), data.get("kv_role")
+        if connector and connector not in known and not data.get("kv_connector_module_path"):
+            close = difflib.get_close_matches(str(connector), sorted(known), n=1)
+            yield self.finding(cfg.file, cfg.span(prefix + ("kv_connector",)),
+                               f"connector `{connector}` is not registered in vLLM {self.target_str} "
+                               f"(`Unsupported connector type`)" + (f"; did you mean `{close[0]}`?" if close else
+                                                                    "; set kv_connector_module_path for an external one"))
+        if connector and role is None and not prefix:
+            yield self.finding(cfg.file, cfg.span(prefix + ("kv_connector",)),
+                               "kv_connector is set without kv_role: vLLM refuses to start")
+        if role is not None and role not in KV_ROLES:
+            yield self.finding(cfg.file, cfg.span(prefix + ("kv_role",)),
+                               f"kv_role `{role}` is not one of {', '.join(KV_ROLES)}")
+        if role == "kv_both" and connector in NIXL:
+            yield self.finding(cfg.file, cfg.span(prefix + ("kv_role",)),
+                               "kv_role `kv_both` is deprecated for NixlConnector: use kv_producer on prefill "
+                               "and kv_consumer on decode (vLLM #33702)", severity="warning")
+        extra = data.get("kv_connector_extra_config") or {}
+        if connector == "NixlPushConnector" and isinstance(extra, dict) and truthy(extra.get("bidirectional_kv_xfer")):
+            yield self.finding(cfg.file, cfg.span(prefix + ("kv_connector_extra_config", "bidirectional_kv_xfer")),
+                               "bidirectional_kv_xfer is not supported with NixlPushConnector (NotImplementedError)")
+
+    def _pair(self, graph, producers, consumers):
+        sides = [(l, graph.kv[id(l)]) for l in producers + consumers if graph.kv.get(id(l))]
+        sides = [(l, c) for l, c in sides if not c.error and not c.unknown]
+        if not sides:
+            return
+        names = {c.connector for _, c in sides if c.connector}
+        first_launch, first = sides[0]
+        for launch, cfg in sides[1:]:
+            both_nixl = cfg.connector in NIXL and first.connector in NIXL
+            if cfg.connector != first.connector and not both_nixl:
+                yield self.finding(cfg.file, cfg.span(("kv_connector",)),
+                                   f"prefill and decode use different connectors ({', '.join(sorted(map(str, names)))}; "
+                                   f"also {first_launch.file.display}:{first_launch.line}): they cannot exchange KV")
+            elif cfg.transfer_mode != first.transfer_mode:
+                yield self.finding(cfg.file, cfg.span(("kv_connector",)),
+                                   f"transfer mode {cfg.transfer_mode} differs from {first.transfer_mode} at "
+                                   f"{first_launch.file.display}:{first_launch.line}: NIXL's handshake rejects the pair")
+        bidir = [(l, c) for l, c in sides if c.bidirectional]
+        if bidir and len(bidir) < len([1 for _, c in sides if c.nixl_parts()]):
+            on = ", ".join(f"{l.file.display}:{l.line}" for l, _ in bidir)
+            for launch, cfg in sides:
+                if cfg.nixl_parts() and not cfg.bidirectional:
+                    yield self.finding(cfg.file, cfg.span(("kv_connector_extra_config",)),
+                                       f"bidirectional_kv_xfer is on at {on} but not here: it must be set on both "
+                                       f"prefill and decode")

@@ -1,0 +1,59 @@
+"""What the P/D rules say matters as much as where: the numbers and the advice."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from vllmlint.cli import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def findings(case: str, *args: str, tmp_path: Path, monkeypatch) -> list[dict]:
+    work = tmp_path / "tree"
+    shutil.copytree(FIXTURES / case / "input", work)
+    monkeypatch.chdir(work)
+    result = CliRunner().invoke(main, ["check", "--format", "json", *args, "."], catch_exceptions=False)
+    return json.loads(result.stdout)
+
+
+def test_vl201_estimate_for_qwen_7b_at_8k_tokens(tmp_path, monkeypatch):
+    [f] = findings("VL201/shell-cns", "--select", "VL201", "--topology", "topo.txt",
+                   tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert f["severity"] == "warning"
+    assert "~469.8 MB of KV per 8,192-token prompt" in f["message"]     # 2*28*4*128*2*8192 B
+    assert "~1.30 s over PCIe without peer-to-peer (CNS)" in f["message"]
+    assert "stay collocated when TTFT is the target" in f["message"]
+
+
+def test_vl201_prompt_tokens_option(tmp_path, monkeypatch):
+    [f] = findings("VL201/shell-cns", "--select", "VL201", "--topology", "topo.txt", "--prompt-tokens", "4096",
+                   tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert "~234.9 MB of KV per 4,096-token prompt" in f["message"]
+
+
+def test_vl101_version_twist(tmp_path, monkeypatch):
+    [now] = findings("VL101/k8s-three-files", "--select", "VL101", tmp_path=tmp_path / "a", monkeypatch=monkeypatch)
+    assert "prefill.yaml" in now["message"] and "decode.yaml" in now["message"] and now["path"] == "proxy.yaml"
+    assert "caches nothing yet" in now["message"] and "0.33.0" in now["message"]
+    [later] = findings("VL101/k8s-three-files", "--select", "VL101", "--target-version", "0.33.0",
+                       tmp_path=tmp_path / "b", monkeypatch=monkeypatch)
+    assert "caches nothing yet" not in later["message"]
+    assert "conversation_id" in later["message"] and "token-id continuation" in later["message"]
+
+
+def test_vl002_names_the_caller(tmp_path, monkeypatch):
+    [f] = findings("VL002/k8s-three-files", "--select", "VL002", tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert f["path"] == "decode.yaml" and "/inference/v1/generate (router.yaml:12)" in f["message"]
+
+
+def test_every_rule_prints_its_docs():
+    runner = CliRunner()
+    listing = runner.invoke(main, ["rules"]).stdout
+    for code in ("VL001", "VL002", "VL101", "VL102", "VL103", "VL201"):
+        assert code in listing
+        doc = runner.invoke(main, ["rule", code]).stdout
+        assert "## Why" in doc and "## Fix safety" in doc
