@@ -515,7 +515,7 @@ def test_nesting_limit_boundary():
 def test_moderate_nesting_python_loader(monkeypatch):
     # the pure-Python composer would hit RecursionError here; ours is iterative
     monkeypatch.setattr(ys, "_LOADER", yaml.SafeLoader)
-    [doc] = compose_all("- " * 3000 + "x\n")
+    [doc] = compose_all("- " * 900 + "x\n")
     assert isinstance(doc, yaml.SequenceNode)
 
 

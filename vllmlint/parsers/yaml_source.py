@@ -63,7 +63,7 @@ __all__ = [
 _LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 
 #: Maximum nesting depth of collections accepted by :func:`compose_all`.
-MAX_DEPTH = 10_000
+MAX_DEPTH = 999   # libyaml as bundled by PyYAML 6.0.4 stops at 1000 levels: one verdict with every PyYAML
 
 # YAML 1.1 line breaks (what both libyaml and PyYAML count as line breaks).
 _BREAK_CHARS = "\r\n\x85\u2028\u2029"
@@ -429,6 +429,9 @@ def compose_all(text: str) -> list[Node]:
     except YamlError:
         raise
     except yaml.MarkedYAMLError as err:
+        if "maximum nesting depth" in str(err):
+            line = err.problem_mark.line + 1 if err.problem_mark else 1
+            raise YamlError(line, f"YAML nested too deeply (more than {MAX_DEPTH} levels)") from None
         raise _from_marked(err) from None
     except yaml.reader.ReaderError as err:
         raise _from_reader(err, text) from None
