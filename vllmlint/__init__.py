@@ -6,3 +6,5 @@ The engine reads as the pipeline:
 """
 
 __version__ = "0.1.0"
+PROJECT_URL = "https://github.com/vllmlint/vllmlint"
+DOCS_URL = f"{PROJECT_URL}/blob/main/docs/rules"

@@ -24,6 +24,10 @@ def _target(ctx, param, value):
         raise click.BadParameter(str(err)) from None
 
 
+def _target_or_none(ctx, param, value):
+    return None if value is None else _target(ctx, param, value)
+
+
 def _codes(values: tuple[str, ...]) -> list[str]:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
@@ -34,34 +38,71 @@ def main() -> None:
     """Lint and migrate vLLM deployment configs (Dockerfile, compose, Kubernetes, shell, Python)."""
 
 
+FORMATS = ["text", "json", "sarif", "github"]
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text (coloured on a terminal), json, sarif (2.1.0) or github (workflow annotations).")
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour.")
 @click.option("--select", multiple=True, help="Only these codes (or prefixes), comma-separated.")
 @click.option("--ignore", multiple=True, help="Skip these codes (or prefixes), comma-separated.")
-@click.option("--target-version", default=DEFAULT_TARGET, show_default=True, callback=_target,
-              help="The vLLM release the configs must work with.")
+@click.option("--target-version", default=None, callback=_target_or_none,
+              help="The vLLM release the configs must work with (default: config, else 0.30.0).")
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False),
               help="Output of `nvidia-smi topo -p2p r` or `nvidia-smi topo -m` for the GPU host (VL201).")
 @click.option("--model-config", type=click.Path(exists=True),
               help="The model's config.json (or its folder), for KV size estimates (VL201).")
 @click.option("--prompt-tokens", type=click.IntRange(min=1),
               help="Typical prompt length for KV size estimates (default: --max-model-len).")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="Settings file (default: .vllmlint.toml or [tool.vllmlint] in pyproject.toml, searched upwards).")
+@click.option("--force-exclude", is_flag=True, help="Apply the config's `exclude` to files named on the command line too.")
+@click.option("--baseline", type=click.Path(exists=True, dir_okay=False),
+              help="Report only findings that are not in this baseline file.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings as the baseline.")
+@click.option("--show-settings", is_flag=True, help="Print the resolved settings and exit.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, topology, model_config,
-          prompt_tokens):
+          prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero):
     """Check PATHS (default: the current folder)."""
+    from pathlib import Path
+
+    from .config import ConfigError, load_settings
     from .engine import check_and_fix
     from .registry import selected_rules
     from .report import render, unified_diff
-    from .sources import encode, write_atomic
+
+    try:
+        settings = load_settings(Path.cwd(), config_file)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    settings.select = _codes(select) or settings.select
+    settings.ignore = _codes(ignore) + settings.ignore
+    if target_version is None:
+        try:
+            target_version = parse_version(settings.target_version)
+        except ValueError as err:
+            raise click.UsageError(f"{settings.source}: {err}") from None
+    else:
+        settings.target_version = ".".join(map(str, target_version))
+    settings.topology = topology or settings.topology
+    settings.model_config = model_config or settings.model_config
+    settings.prompt_tokens = prompt_tokens or settings.prompt_tokens
+    if show_settings:
+        click.echo(json.dumps(settings.as_dict(), indent=2))
+        sys.exit(0)
 
     candidates, missing = discover(list(paths) or ["."])
-    options = {"topology": topology, "model_config": model_config, "prompt_tokens": prompt_tokens}
-    rules = list(selected_rules(target_version, _codes(select), _codes(ignore), options))
-    outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes)
+    candidates = [c for c in candidates
+                  if not (settings.exclude and (force_exclude or not c.explicit) and settings.excluded(c.display, c.path))]
+    options = {"topology": settings.topology, "model_config": settings.model_config,
+               "prompt_tokens": settings.prompt_tokens}
+    rules = list(selected_rules(target_version, settings.select, settings.ignore, options))
+    outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings)
     errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
     if diff:
         for path, (orig, new) in sorted(outcome.changed().items(), key=lambda kv: kv[1][0].display):
@@ -71,13 +112,27 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
         if outcome.fixed:
             click.echo(f"Fixed {len(outcome.fixed)} finding(s) in {len(outcome.changed())} file(s).", err=True)
     findings = outcome.findings
+    if write_baseline:
+        from .baseline import write
+
+        write(Path(write_baseline), findings)
+        click.echo(f"Wrote {len(findings)} finding(s) to {write_baseline}.", err=True)
+        findings = []
+    elif baseline:
+        from .baseline import new_findings, read
+
+        try:
+            findings = new_findings(findings, read(Path(baseline)))
+        except ValueError as err:
+            raise click.UsageError(str(err)) from None
     if not diff:
-        out = render(findings, fmt)
-        if out or fmt == "json":
+        out = render(findings, fmt, rules=rules, suppressed=outcome.suppressed,
+                     color=fmt == "text" and sys.stdout.isatty())
+        if out or fmt in ("json", "sarif"):
             click.echo(out)
     for line in errors:
         click.echo(line, err=True)
-    sys.exit(2 if errors else (1 if findings and not diff else 0))
+    sys.exit(2 if errors else (1 if findings and not diff and not exit_zero else 0))
 
 
 def _write(outcome) -> list[str]:
@@ -134,9 +189,9 @@ def show_rule(code):
     cls = rules.get(code.upper()) or next((c for c in rules.values() if c.name == code), None)
     if cls is None:
         raise click.UsageError(f"no rule {code!r}; see `vllmlint rules`")
-    click.echo(f"# {cls.code} {cls.name}\n\nSeverity: {cls.severity}. Fix: {cls.fix}. "
-               f"vLLM versions: {cls.versions()}.\n")
-    click.echo(cls.doc())
+    from .docs import rule_page
+
+    click.echo(rule_page(cls))
 
 
 @main.command()
@@ -187,6 +242,17 @@ def migrate(paths, to_version, diff):
     for line in errors:
         click.echo(line, err=True)
     sys.exit(2 if errors else (1 if outcome.findings or left else 0))
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def router(args):
+    """Guarded P/D router for bidirectional KV transfer (drop-in for vLLM's
+    disagg_proxy_multiturn.py); `vllmlint router --help` lists its options."""
+    from .router import main as router_main
+
+    sys.exit(router_main(list(args)))
 
 
 if __name__ == "__main__":   # pragma: no cover

@@ -24,6 +24,7 @@ class Candidate:
     path: Path        # absolute
     display: str      # as reported: the argument joined with the relative path
     kind: str         # dockerfile | yaml | shell | python | requirements
+    explicit: bool = False   # named on the command line (not found by walking a folder)
 
 
 def classify(path: Path, head: bytes) -> str | None:
@@ -87,7 +88,7 @@ def discover(arguments: list[str], explicit_kinds: bool = True) -> tuple[list[Ca
         if path.is_file():
             kind = _sniff(path) if explicit_kinds else None
             if kind:
-                found.setdefault(path, Candidate(path, arg, kind))
+                found.setdefault(path, Candidate(path, arg, kind, explicit=True))
             continue
         if not path.is_dir():
             errors.append(f"{arg}:0: no such file or directory")

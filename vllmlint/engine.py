@@ -27,9 +27,29 @@ class Outcome:
     texts: dict[Path, str] = field(default_factory=dict)           # new text per changed file
     fixed: list[Finding] = field(default_factory=list)             # findings whose fix was applied
     dropped: list[str] = field(default_factory=list)               # fixes refused, with why
+    suppressed: list = field(default_factory=list)                 # suppress.Suppressed, with reasons
 
     def changed(self) -> dict[Path, tuple[SourceFile, str]]:
         return {p: (self.originals[p], t) for p, t in self.texts.items() if t != self.originals[p].text}
+
+
+def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=None):
+    """Findings after suppressions and severity overrides; the suppressed ones with reasons."""
+    from . import suppress
+
+    findings, problems = run_rules(project, [r for r in rules if not getattr(r, "post", False)], unsafe)
+    dirs = [d for source in project.sources for d in suppress.directives(source)]
+    ranges = [(pf.source, *r) for pf in project.files for r in pf.ignore_ranges]
+    per_file = (lambda f: settings.ignored_codes(f.file.display, f.file.path)) if settings else (lambda f: [])
+    kept, suppressed = suppress.apply(findings, dirs, ranges, per_file)
+    ran = {r.code for r in rules}
+    for rule in rules:
+        if getattr(rule, "post", False):
+            kept.extend(rule.check_directives(dirs, ran))
+    if settings is not None:
+        for f in kept:
+            f.severity = settings.severity.get(f.code, f.severity)
+    return sorted(kept, key=Finding.sort_key), suppressed, problems
 
 
 def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tuple[list[Finding], list[Problem]]:
@@ -86,7 +106,7 @@ def _fix_key(finding: Finding) -> tuple:
 
 
 def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
-                  post_edits=None, unsafe: bool = False) -> Outcome:
+                  post_edits=None, unsafe: bool = False, settings=None) -> Outcome:
     """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate)."""
     overrides: dict[Path, str] = {}
     originals: dict[Path, SourceFile] = {}
@@ -96,9 +116,9 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     post_done = post_edits is None
     for _ in range(MAX_PASSES):
         project = load(candidates, overrides)
-        findings, problems = run_rules(project, rules, unsafe)
+        findings, suppressed, problems = analyse(project, rules, unsafe, settings)
         if not fix:
-            return Outcome(findings, project.problems + problems, project)
+            return Outcome(findings, project.problems + problems, project, suppressed=suppressed)
         chosen = _choose(findings, refused)
         edits: list[Edit] = [e for f in chosen for e in f.fix.edits]
         if not chosen and not post_done:
@@ -128,8 +148,9 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             else:
                 fixed.append(finding)
     project = load(candidates, overrides)
-    findings, problems = run_rules(project, rules, unsafe)
-    return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped)
+    findings, suppressed, problems = analyse(project, rules, unsafe, settings)
+    return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
+                   suppressed)
 
 
 def _pristine(source: SourceFile, overrides: dict[Path, str]) -> SourceFile:

@@ -273,6 +273,8 @@ class ParsedFile:
     env: list[EnvEntry] = field(default_factory=list)        # every env setting in the file
     configmaps: dict[str, list[EnvEntry]] = field(default_factory=dict)
     services: list["ServiceRef"] = field(default_factory=list)        # k8s Services
+    # (start, end, codes, reason): resources annotated `vllmlint.io/ignore: "VL101,..."`
+    ignore_ranges: list[tuple[int, int, list[str], str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)           # what was skipped, for the user
 
 

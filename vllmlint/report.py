@@ -51,10 +51,114 @@ def text_line(f: Finding) -> str:
     return f"{f.file.display}:{line}:{col}: {f.code} {f.message}" + (" [*]" if f.fixable else "")
 
 
-def render(findings: list[Finding], fmt: str) -> str:
+SEVERITY_COLOR = {"error": "red", "warning": "yellow", "info": "blue"}
+
+
+def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bool = False) -> str:
     if fmt == "json":
         return json.dumps([finding_dict(f) for f in findings], indent=2)
+    if fmt == "sarif":
+        return json.dumps(sarif(findings, rules, suppressed), indent=2)
+    if fmt == "github":
+        return "\n".join(github_line(f) for f in findings)
+    if color:
+        import click
+
+        return "\n".join(
+            click.style(f"{f.file.display}:{f.line_col[0]}:{f.line_col[1]}:", bold=True) + " "
+            + click.style(f.code, fg=SEVERITY_COLOR.get(f.severity), bold=True) + " " + f.message
+            + (click.style(" [*]", fg="cyan") if f.fixable else "") for f in findings)
     return "\n".join(text_line(f) for f in findings)
+
+
+# -- GitHub Actions workflow commands --------------------------------------------------
+GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def _gh_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(f: Finding) -> str:
+    line, col = f.line_col
+    return (f"::{GITHUB_LEVEL.get(f.severity, 'warning')} file={_gh_prop(f.file.display)},line={line},col={col},"
+            f"title={_gh_prop(f'{f.code} {f.name}')}::{_gh_data(f.message)}")
+
+
+# -- SARIF 2.1.0 --------------------------------------------------------------------------
+SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def _uri(display: str) -> str:
+    from pathlib import PurePosixPath
+
+    path = display.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    if path.startswith("/"):
+        return "file://" + path
+    return str(PurePosixPath(path))
+
+
+def _region(f: Finding) -> dict:
+    line, col = f.line_col
+    end_line, end_col = f.file.line_col(max(f.span[1], f.span[0]))
+    region = {"startLine": max(line, 1), "startColumn": max(col, 1)}
+    if (end_line, end_col) > (line, col):
+        region.update(endLine=end_line, endColumn=end_col)
+    return region
+
+
+def _result(f: Finding, index: dict, suppression: dict | None = None) -> dict:
+    from .baseline import fingerprint
+
+    result = {"ruleId": f.code, "level": SARIF_LEVEL.get(f.severity, "warning"), "message": {"text": f.message},
+              "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.file.display)},
+                                                  "region": _region(f)}}],
+              "partialFingerprints": {"vllmlintFingerprint/v1": fingerprint(f)}}
+    if f.code in index:
+        result["ruleIndex"] = index[f.code]
+    if suppression:
+        result["suppressions"] = [suppression]
+    return result
+
+
+def sarif(findings: list[Finding], rules=(), suppressed=()) -> dict:
+    from . import PROJECT_URL, __version__
+    from .docs import help_uri, rule_page
+
+    classes = {}
+    for rule in rules:
+        classes[rule.code] = type(rule)
+    for f in list(findings) + [s.finding for s in suppressed]:
+        if f.code not in classes:
+            from .registry import load_rules
+
+            classes.update({c: k for c, k in load_rules().items() if c == f.code})
+    descriptors, index = [], {}
+    for code, cls in sorted(classes.items()):
+        index[code] = len(descriptors)
+        descriptors.append({
+            "id": code, "name": cls.name,
+            "shortDescription": {"text": cls.doc().splitlines()[0].strip()},
+            "fullDescription": {"text": cls.doc_sections().get("What it does", "").strip() or cls.name},
+            "help": {"text": cls.doc(), "markdown": rule_page(cls)},
+            "helpUri": help_uri(code),
+            "defaultConfiguration": {"level": SARIF_LEVEL.get(cls.severity, "warning")},
+            "properties": {"fix": cls.fix, "vllmVersions": cls.versions()},
+        })
+    results = [_result(f, index) for f in findings]
+    for s in suppressed:
+        kind = "inSource" if s.how in ("comment", "annotation") else "external"
+        results.append(_result(s.finding, index, {"kind": kind, "justification": s.reason or s.how}))
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
+            "runs": [{"tool": {"driver": {"name": "vllmlint", "version": __version__, "semanticVersion": __version__,
+                                          "informationUri": PROJECT_URL, "rules": descriptors}},
+                      "columnKind": "unicodeCodePoints", "results": results}]}
 
 
 def launch_dict(launch: Launch) -> dict:

@@ -15,6 +15,7 @@ from ..model import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, 
                      normalize_flag)
 from .shellscan import SHELLS, Shift, basename, scan_shell, split_words
 from .yaml_edit import append_site, remove_item
+from .yaml_edit import content_end as yaml_edit_end
 from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
 
 ARGS_KEY_RE = re.compile(r"(?i)(?:^|_|[a-z])(?:args|cmd_template)$")
@@ -74,6 +75,7 @@ class YamlParser:
         self._where: dict = {}
         for index, doc in enumerate(docs):
             self._where = {}
+            self._ignore_annotations(doc)
             if doc is None:
                 continue
             if isinstance(get(doc, "services"), yaml.MappingNode):
@@ -101,6 +103,28 @@ class YamlParser:
             except YamlError as err:
                 self.pf.notes.append(f"line {err.line}: skipped a templated resource that is not YAML ({err})")
         return docs, masked
+
+    def _ignore_annotations(self, doc: yaml.Node) -> None:
+        """`vllmlint.io/ignore: "VL101"` as a Kubernetes annotation or label, or a compose
+        service label: suppresses those codes in that resource (or service)."""
+        for node in iter_nodes(doc):
+            if not isinstance(node, yaml.MappingNode):
+                continue
+            for k, v in node.value:
+                if scalar(k) in ("annotations", "labels") and isinstance(v, yaml.MappingNode):
+                    value = scalar(get(v, "vllmlint.io/ignore"))
+                    if value:
+                        codes = [c.strip().upper() for c in value.replace(" ", ",").split(",") if c.strip()]
+                        owner = doc if get(doc, "services") is None else self._service_of(doc, node)
+                        self.pf.ignore_ranges.append((owner.start_mark.index, yaml_edit_end(owner), codes,
+                                                      f"{scalar(k)[:-1]} vllmlint.io/ignore"))
+
+    @staticmethod
+    def _service_of(doc: yaml.Node, node: yaml.Node) -> yaml.Node:
+        for _, service in getattr(get(doc, "services"), "value", []):
+            if node is service or any(node is n for n in iter_nodes(service)):
+                return service
+        return doc
 
     # -- scalars ----------------------------------------------------------
     def offsets(self, node: yaml.ScalarNode):

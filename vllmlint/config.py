@@ -1,0 +1,138 @@
+"""Settings: `[tool.vllmlint]` in pyproject.toml or a `.vllmlint.toml` (its own keys at the top),
+found from the current folder upwards; command-line options win.
+
+    [tool.vllmlint]
+    target-version = "0.30.0"
+    select = ["VL"]
+    ignore = ["VL201"]
+    exclude = ["charts/legacy/**"]
+    per-file-ignores = {"deploy/upstream/**" = ["VL101"]}
+    severity = {VL201 = "error"}
+    topology = "ops/topo.txt"
+    model-config = "models/qwen/config.json"
+    prompt-tokens = 8192
+"""
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+KEYS = {"target-version", "select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
+        "model-config", "prompt-tokens"}
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Settings:
+    source: str | None = None                      # the file the settings came from
+    root: Path = field(default_factory=Path.cwd)   # paths in the settings are relative to it
+    target_version: str = "0.30.0"
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    severity: dict[str, str] = field(default_factory=dict)
+    topology: str | None = None
+    model_config: str | None = None
+    prompt_tokens: int | None = None
+
+    def excluded(self, display: str, path: Path) -> bool:
+        rel = _relative(path, self.root)
+        return any(_match(rel, pat) or _match(display, pat) for pat in self.exclude)
+
+    def ignored_codes(self, display: str, path: Path) -> list[str]:
+        rel = _relative(path, self.root)
+        codes: list[str] = []
+        for pattern, values in self.per_file_ignores.items():
+            if _match(rel, pattern) or _match(display, pattern):
+                codes.extend(values)
+        return codes
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "target-version": self.target_version, "select": self.select,
+                "ignore": self.ignore, "exclude": self.exclude, "per-file-ignores": self.per_file_ignores,
+                "severity": self.severity, "topology": self.topology, "model-config": self.model_config,
+                "prompt-tokens": self.prompt_tokens}
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _match(path: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    return (fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path, pattern + "/*")
+            or fnmatch.fnmatch(path, "*/" + pattern) or path.startswith(pattern + "/"))
+
+
+def find_config(start: Path) -> tuple[Path, dict] | None:
+    start = start.resolve()
+    for folder in [start, *start.parents]:
+        own = folder / ".vllmlint.toml"
+        if own.is_file():
+            return own, _load(own)
+        py = folder / "pyproject.toml"
+        if py.is_file():
+            data = _load(py).get("tool", {}).get("vllmlint")
+            if data is not None:
+                return py, data
+    return None
+
+
+def _load(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def load_settings(start: Path, explicit: str | None = None) -> Settings:
+    if explicit:
+        path = Path(explicit)
+        data = _load(path)
+        data = data.get("tool", {}).get("vllmlint", data) if path.name == "pyproject.toml" else data
+        found: tuple[Path, dict] | None = (path, data)
+    else:
+        found = find_config(start)
+    settings = Settings()
+    if found is None:
+        return settings
+    path, data = found
+    unknown = set(data) - KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(KEYS))})")
+    settings.source, settings.root = str(path), path.parent.resolve()
+    settings.target_version = str(data.get("target-version", settings.target_version))
+    for key, attr in (("select", "select"), ("ignore", "ignore"), ("exclude", "exclude")):
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: `{key}` must be a list of strings")
+        setattr(settings, attr, value)
+    pfi = data.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{path}: `per-file-ignores` must be a table of glob = [codes]")
+    settings.per_file_ignores = {k: list(v) for k, v in pfi.items()}
+    sev = data.get("severity", {})
+    bad = {k: v for k, v in sev.items() if v not in ("error", "warning", "info")}
+    if bad:
+        raise ConfigError(f"{path}: severity must be error, warning or info: {bad}")
+    settings.severity = dict(sev)
+    for key, attr in (("topology", "topology"), ("model-config", "model_config")):
+        if data.get(key):
+            setattr(settings, attr, str((settings.root / data[key])))
+    if data.get("prompt-tokens") is not None:
+        settings.prompt_tokens = int(data["prompt-tokens"])
+    return settings
