@@ -38,7 +38,13 @@ class BidirectionalBehindReferenceProxy(Rule):
       --decoder-hosts localhost --decoder-ports 8200
     ```
     Turn `bidirectional_kv_xfer` off, or route through a router that attaches the parameters
-    only when the new prompt's token ids start with exactly the ids decode saw and produced.
+    only when the new prompt's token ids start with exactly the ids decode saw and produced:
+    `vllmlint router` takes the reference proxy's options and does that. VL101 does not fire for
+    `vllmlint router` / `python -m vllmlint.router` (except with `--policy unguarded`, which
+    reproduces the reference proxy for `vllmlint replay`), nor for a router the deployment marks
+    as validating: the annotation or label `vllmlint.io/validating-router: "true"` on its
+    Kubernetes workload, that compose service label, or `VLLMLINT_VALIDATING_ROUTER=1` in its
+    environment.
 
     ## Fix safety
     No automatic fix: turning the mode off changes latency, and replacing the router is a
@@ -54,7 +60,7 @@ class BidirectionalBehindReferenceProxy(Rule):
         graph = graph_of(project)
         bidir = [l for l in graph.launches if (graph.kv.get(id(l)) or None) and graph.kv[id(l)].bidirectional]
         for proxy in graph.proxies:
-            if proxy.flavour != "reference-multiturn":
+            if proxy.flavour not in ("reference-multiturn", "vllmlint-unguarded") or proxy.validating:
                 continue
             if proxy.resolved:
                 prefill = [l for l in proxy.prefill if l in bidir]
@@ -65,12 +71,14 @@ class BidirectionalBehindReferenceProxy(Rule):
             if not prefill or not decode:
                 continue
             where = ", ".join(f"{l.file.display}:{l.line}" for l in prefill + decode)
-            message = (f"bidirectional_kv_xfer on P and D ({where}) behind vLLM's reference multi-turn proxy: "
+            behind = ("`vllmlint router --policy unguarded` (the reference proxy's behaviour, meant for replay)"
+                      if proxy.flavour == "vllmlint-unguarded" else "vLLM's reference multi-turn proxy")
+            message = (f"bidirectional_kv_xfer on P and D ({where}) behind {behind}: "
                        f"NixlConnector pairs blocks by position and the proxy reuses decode's blocks by the client's "
                        f"conversation_id without checking that the new prompt continues the old one, so edited history "
                        f"(stripped reasoning, rewritten tool calls, compaction) gets wrong answers with no error; "
                        f"turn bidirectional_kv_xfer off or use a router that checks token-id continuation")
-            if self.target < STREAMED_PARAMS:
+            if self.target < STREAMED_PARAMS and proxy.flavour == "reference-multiturn":
                 message += (f" (on vLLM {self.target_str} streamed responses carry no kv_transfer_params, so this "
                             f"proxy caches nothing yet; 0.33.0 adds them and turns this into wrong answers)")
             if not proxy.resolved:

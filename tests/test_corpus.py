@@ -43,7 +43,7 @@ def uncommented(text: str) -> str:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("corpus") / "files"
-    shutil.copytree(CORPUS, root)
+    shutil.copytree(CORPUS, root, copy_function=shutil.copyfile)   # writable, like a checkout
     return root
 
 

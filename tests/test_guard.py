@@ -204,7 +204,8 @@ def test_a_d_deadline_later_than_the_ttl_does_not_extend_it():
 
 
 def test_a_deadline_that_is_not_wall_clock_is_ignored():
-    """A monotonic-clock value (seconds since boot) cannot be compared with time.time()."""
+    """vLLM 0.30 exports D's time.perf_counter() deadline (seconds since boot): not comparable
+    with this host's clock, so the TTL from the store time applies."""
     guard, _ = make_guard()
     record_turn1(guard, [SYSTEM, Q1], ["It", "."], expiry=12345.6)
     assert guard.peek("c1").expires_at == T0 + DEFAULT_TTL_S

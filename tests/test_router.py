@@ -358,6 +358,12 @@ def test_reference_proxy_argv_parses():
     assert args.host == "0.0.0.0" and router.policy == "guarded"
 
 
+def test_backend_from_url():
+    assert Backend.from_url("http://127.0.0.1:8100") == Backend("127.0.0.1", 8100)
+    assert Backend.from_url("http://[::1]:8200/").url == "http://[::1]:8200"
+    assert Backend.from_url("decode:8200") == Backend("decode", 8200)
+
+
 def test_mismatched_hosts_and_ports_is_a_usage_error():
     parser = build_parser()
     args = parser.parse_args(["--prefiller-hosts", "p1", "p2", "--prefiller-ports", "8100"])

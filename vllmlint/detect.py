@@ -19,6 +19,12 @@ REFERENCE_PROXIES = {
     "toy_proxy_server.py": "reference-toy",
     "disagg_prefill_proxy_server.py": "reference-demo",
 }
+# Routers that check token-id continuation before reusing decode's KV blocks (VL101 stays quiet;
+# vllmlint/validating.py also honours a `vllmlint.io/validating-router` marker on other routers).
+VALIDATING_ROUTERS = {
+    "vllmlint router": "validating",
+    "python -m vllmlint.router": "validating",
+}
 VLLM_IMAGE_RE = re.compile(
     r"^(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[\w]+)?(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$"
 )
@@ -68,6 +74,8 @@ def detect(words: list[str]) -> Detected | None:
                 kind = RENDER if sub == "render" else OTHER
                 return Detected(kind, i, i + 3, f"vllm launch {sub}".strip())
             return Detected(OTHER, i, i + 2, f"vllm {nxt}")
+        if base == "vllmlint" and nxt == "router":
+            return Detected(PROXY, i, i + 2, "vllmlint router")
         if PYTHON_RE.match(word) or base in ("uv", "uvx"):
             found = _python_module(words, i)
             if found:
@@ -83,6 +91,10 @@ def _python_module(words: list[str], i: int) -> Detected | None:
             module = words[j + 1]
             if module == "vllm.entrypoints.openai.api_server":
                 return Detected(API_SERVER, i, j + 2, f"python -m {module}")
+            if module == "vllmlint.router":
+                return Detected(PROXY, i, j + 2, "python -m vllmlint.router")
+            if module in ("vllmlint", "vllmlint.cli") and j + 2 < len(words) and words[j + 2] == "router":
+                return Detected(PROXY, i, j + 3, "vllmlint router")
             if module == "dynamo.vllm":       # NVIDIA Dynamo's worker takes vLLM's engine args
                 return Detected(OTHER, i, j + 2, "python -m dynamo.vllm")
             if module in ("vllm.entrypoints.cli.main", "vllm") and j + 2 < len(words):

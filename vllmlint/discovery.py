@@ -17,6 +17,10 @@ YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SHEBANG = re.compile(rb"^#!\s*\S*?(?:/env\s+)?(?:ba|z|da|k|a)?sh\b")
 PYTHON_SHEBANG = re.compile(rb"^#!\s*\S*?python")
 MAX_SNIFF = 2048
+# `dockerfile.py`, `Dockerfile.dockerignore`, `dockerfile.md`: named after Dockerfiles, not ones
+NOT_DOCKERFILE = (".py", ".pyc", ".pyi", ".md", ".rst", ".adoc", ".txt", ".json", ".go", ".rs", ".js", ".ts",
+                  ".dockerignore", ".html", ".toml", ".cfg", ".ini", ".lock", ".orig", ".rej", ".bak", ".swp",
+                  ".diff", ".patch", ".png", ".svg")
 
 
 @dataclass(frozen=True)
@@ -31,9 +35,9 @@ def classify(path: Path, head: bytes) -> str | None:
     """Kind of a file from its name, then its first bytes. None: not a file we read."""
     name = path.name
     lower = name.lower()
-    if b"\0" in head[:MAX_SNIFF]:
-        return None
-    if lower.startswith(("dockerfile", "containerfile")) or lower.endswith((".dockerfile", ".containerfile")):
+    # a file named like a config is read even when it holds binary: it is reported, not skipped
+    if (lower.startswith(("dockerfile", "containerfile")) and not lower.endswith(NOT_DOCKERFILE)) \
+            or lower.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"
     if lower.endswith(YAML_SUFFIXES) or lower.endswith((".yaml.tpl", ".yml.tpl", ".yaml.template")):
         return "yaml"
@@ -43,6 +47,8 @@ def classify(path: Path, head: bytes) -> str | None:
         return "python"
     if re.match(r"^requirements.*\.(txt|in)$", lower):
         return "requirements"
+    if b"\0" in head[:MAX_SNIFF]:
+        return None
     if "." not in name or lower.endswith((".tpl", ".template")):
         if SHELL_SHEBANG.match(head):
             return "shell"
@@ -87,25 +93,34 @@ def discover(arguments: list[str], explicit_kinds: bool = True) -> tuple[list[Ca
         path = given.absolute()
         if path.is_file():
             kind = _sniff(path) if explicit_kinds else None
-            if kind:
-                found.setdefault(path, Candidate(path, arg, kind, explicit=True))
+            if kind:        # a link named on the command line: its target is read and written
+                real = path.resolve() if path.is_symlink() else path
+                found.setdefault(real, Candidate(real, arg, kind, explicit=True))
             continue
         if not path.is_dir():
             errors.append(f"{arg}:0: no such file or directory")
             continue
         files = (_git_files(path) if _in_git(path) else None) or _walk(path)
+        targets: set[Path] | None = None     # every regular file, resolved: what a link may point to
         for f in sorted(files):
             if any(part in SKIP_DIRS for part in f.relative_to(path).parts[:-1]):
                 continue
-            if f.is_symlink() and not _inside(f, path):
-                continue          # never follow a link out of the tree
+            real = f
+            if f.is_symlink():
+                if not _inside(f, path):
+                    continue      # never follow a link out of the tree
+                real = f.resolve()   # checked (and fixed) once, as its target: the link stays a link
+                if targets is None:
+                    targets = {g.resolve() for g in files if not g.is_symlink()}
+                if real in targets:
+                    continue
             if not f.is_file():
                 continue
             kind = _sniff(f)
             if kind:
                 rel = f.relative_to(path).as_posix()
                 display = rel if arg in (".", "./") else f"{arg.rstrip('/')}/{rel}"
-                found.setdefault(f, Candidate(f, display, kind))
+                found.setdefault(real, Candidate(real, display, kind))
     return sorted(found.values(), key=lambda c: c.display), errors
 
 

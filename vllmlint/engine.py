@@ -62,6 +62,11 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
             where = traceback.extract_tb(err.__traceback__)[-1]
             problems.append(Problem("vllmlint", 0, f"internal error in {rule.code}: {err!r} "
                                     f"at {Path(where.filename).name}:{where.lineno}"))
+    from .report import mask_secrets, secret_values
+
+    secrets = secret_values(project)      # a message never shows a token, key or password
+    for f in findings:
+        f.message = mask_secrets(f.message, secrets)
     seen, unique = set(), []
     for f in sorted(findings, key=Finding.sort_key):
         if f.fix is not None and f.fix.applicability == "unsafe" and not unsafe:
@@ -77,6 +82,21 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
         text = text[:edit.start] + edit.text + text[edit.end:]
     return text
+
+
+def _keep_no_final_newline(text: str, edits: list[Edit]) -> list[Edit]:
+    """A file without a final line break keeps none: removing its last line removes the line
+    break before it too."""
+    if text.endswith(("\n", "\r")):
+        return edits
+    out = []
+    for e in edits:
+        if e.end == len(text) and not e.text and e.start > 0 and text[e.start - 1] == "\n":
+            start = e.start - (2 if text[e.start - 2:e.start] == "\r\n" else 1)
+            if not any(o is not e and o.start < e.start and o.end > start for o in edits):
+                e = Edit(e.file, start, e.end, "")
+        out.append(e)
+    return out
 
 
 def _choose(findings: list[Finding], refused: set) -> list[Finding]:
@@ -134,8 +154,9 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
         bad_files = set()
         for path, file_edits in by_file.items():
             source = file_edits[0].file
-            originals.setdefault(path, _pristine(source, overrides))
-            new_text = apply_edits(source.text, file_edits)
+            if path not in originals:      # (re-reading it now could fail: it may be gone)
+                originals[path] = _pristine(source, overrides)
+            new_text = apply_edits(source.text, _keep_no_final_newline(source.text, file_edits))
             reason = _reparse_error(source, new_text)
             if reason:
                 bad_files.add(path)

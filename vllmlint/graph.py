@@ -15,10 +15,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from .detect import REFERENCE_PROXIES
+from .detect import REFERENCE_PROXIES, VALIDATING_ROUTERS
 from .kvconfig import KVConfig, kv_config
 from .model import PROXY, Launch, SourceFile, Span
 from .project import Project
+from .validating import unguarded, validating_reason
 
 URL_RE = re.compile(r"https?://(?P<host>[A-Za-z0-9_.\-\[\]:]+?)(?::(?P<port>\d{1,5}))?(?P<path>/[A-Za-z0-9_./\-]*)?(?=[\s\"'`,;)}\]|]|$)")
 LOCAL = {"localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1"}
@@ -55,6 +56,7 @@ class ProxyInfo:
     prefill: list[Launch]
     decode: list[Launch]
     resolved: bool                # its hosts were all found in the tree
+    validating: str = ""          # why it checks token-id continuation (validating.py); "" if not
 
 
 class Graph:
@@ -70,10 +72,19 @@ class Graph:
         self._link()
 
     # -- names -------------------------------------------------------------------
+    @staticmethod
+    def _scope(source: SourceFile | None) -> str:
+        """Compose service names resolve only inside their own project (one folder); Kubernetes
+        names are cluster-wide."""
+        return str(source.path.parent) + "|" if source is not None and source.kind == "compose" else ""
+
     def _index_names(self) -> None:
+        self._by_file: dict[int, list[Launch]] = {}
         for launch in self.launches:
+            if launch.kind != PROXY:
+                self._by_file.setdefault(id(launch.file), []).append(launch)
             for name in launch.hostnames:
-                self._names.setdefault(name.lower(), []).append(launch)
+                self._names.setdefault(self._scope(launch.file) + name.lower(), []).append(launch)
         for pf in self.project.files:
             for svc in pf.services:
                 if not svc.selector:
@@ -84,14 +95,15 @@ class Graph:
 
     def resolve(self, host: str, port: int | None, near: SourceFile | None) -> list[Launch]:
         host = host.lower().strip("[]")
-        servers = [l for l in self.launches if l.kind != PROXY]
         if host in LOCAL or host == "::1":
-            found = [l for l in servers if near is not None and l.file is near]
+            found = list(self._by_file.get(id(near), [])) if near is not None else []
             if port is not None:
                 found = [l for l in found if l.port == port]
             return found
         name = host.split(".")[0]        # `svc.namespace.svc.cluster.local` -> `svc`
-        found = [l for l in self._names.get(host, []) or self._names.get(name, []) if l.kind != PROXY]
+        scope = str(near.path.parent) + "|" if near is not None else ""
+        found = [l for l in (self._names.get(scope + host) or self._names.get(scope + name)
+                             or self._names.get(host) or self._names.get(name) or []) if l.kind != PROXY]
         if port is not None and len(found) > 1:
             same_port = [l for l in found if l.port == port]
             found = same_port or found
@@ -113,7 +125,9 @@ class Graph:
 
     # -- proxies -------------------------------------------------------------------------
     def _proxy(self, launch: Launch) -> ProxyInfo:
-        flavour = REFERENCE_PROXIES.get(launch.program.rsplit("/", 1)[-1], "other")
+        flavour = VALIDATING_ROUTERS.get(launch.program) or REFERENCE_PROXIES.get(launch.program.rsplit("/", 1)[-1], "other")
+        if flavour == "validating" and unguarded(launch):
+            flavour = "vllmlint-unguarded"        # `vllmlint router --policy unguarded` (replay only)
         sides: dict[str, dict[str, list[str]]] = {"prefill": {"hosts": [], "ports": []},
                                                   "decode": {"hosts": [], "ports": []}}
         opts = [a.value for a in launch.argv[launch.options_start:]]
@@ -145,7 +159,7 @@ class Graph:
             if not hosts:
                 resolved = False
             targets[side] = found
-        return ProxyInfo(launch, flavour, targets["prefill"], targets["decode"], resolved)
+        return ProxyInfo(launch, flavour, targets["prefill"], targets["decode"], resolved, validating_reason(launch))
 
     # -- components ------------------------------------------------------------------------
     def _find(self, x: int) -> int:

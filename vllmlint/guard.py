@@ -45,7 +45,12 @@ DEFAULT_TTL_S = DECODER_KV_BLOCKS_TTL_S - TTL_SAFETY_MARGIN_S
 # P declines a pull 5 s before D's `remote_blocks_expiry_time` (pull_worker.py); we stop
 # attaching earlier still, so a request in flight does not arrive after the deadline.
 EXPIRY_MARGIN_S = 10.0
-_EPOCH_PLAUSIBLE = 1e9            # an expiry below this is not wall-clock seconds: ignore it
+# vLLM 0.30 stamps `remote_blocks_expiry_time` with D's scheduler `time.perf_counter()` (seconds
+# since boot, pull_scheduler.py), which no other host can compare with its clock; P corrects it
+# with a clock offset learnt in the NIXL handshake. So the guard uses the value only when it is
+# wall-clock seconds (a router or a later vLLM may export that); otherwise the TTL from the moment
+# D answered (decoder_kv_blocks_ttl starts when D finishes the request) bounds the reuse.
+_EPOCH_PLAUSIBLE = 1e9
 
 # decision reasons
 HIT = "hit"
@@ -217,8 +222,8 @@ def stored_turn(conversation_id: str, model: str | None, prompt_ids: Sequence[in
 class ContinuationGuard:
     """Per-conversation store of D's last turn; attaches its blocks only to exact continuations.
 
-    `clock` returns seconds on the same scale as D's `remote_blocks_expiry_time` (wall clock,
-    `time.time`); tests pass a fake. `ttl_s` should be below D's `decoder_kv_blocks_ttl`.
+    `clock` returns wall-clock seconds (`time.time`; tests pass a fake). `ttl_s` must be below
+    D's `decoder_kv_blocks_ttl` (default 480 - 30 s).
     """
 
     def __init__(self, *, ttl_s: float = DEFAULT_TTL_S, expiry_margin_s: float = EXPIRY_MARGIN_S,

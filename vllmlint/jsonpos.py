@@ -105,9 +105,12 @@ class _Reader:
 
 def locate(text: str) -> Located:
     """Parse `text` as JSON (raises ValueError with a readable reason)."""
-    json.loads(text)            # the standard reader decides validity and gives the error text
-    reader = _Reader(text)
-    value = reader.value(())
+    try:
+        json.loads(text)        # the standard reader decides validity and gives the error text
+        reader = _Reader(text)
+        value = reader.value(())
+    except RecursionError:      # `[[[[...` thousands deep: a reason, not a crash
+        raise ValueError("JSON nested too deeply") from None
     return Located(value, reader.members, reader.objects)
 
 

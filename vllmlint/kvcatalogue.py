@@ -1,52 +1,90 @@
-"""KV-transfer facts per vLLM release (0.27.0 - 0.33.0), read from vLLM's own source:
+"""KV-transfer facts per vLLM release, read from the generated release catalogue
+(`vllmlint/catalogue/`, written by `scripts/extract_catalogue.py` from each wheel's
 `vllm/config/kv_transfer.py` (KVTransferConfig, pydantic extra="forbid"),
 `vllm/distributed/kv_transfer/kv_connector/factory.py` (registered connectors) and the
-NixlConnector's `get_from_extra_config(...)` reads. tests/test_kvcatalogue.py cross-checks this
-table against ../shared/kb/surface-vX.json.
+NixlConnector's `get_from_extra_config(...)` reads). Nothing is loaded until a rule asks.
+tests/test_kvcatalogue.py cross-checks it against ../shared/kb/surface-vX.json.
 """
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from .versions import parse_version
 
 V = parse_version
 FIRST, LAST = V("0.27.0"), V("0.33.0")
+KV_FLAG = "--kv-transfer-config"
 
-# field -> (first release, last release) it exists in; None = open-ended within 0.27 - 0.33
-KV_FIELDS: dict[str, tuple[str | None, str | None]] = {
-    "kv_connector": (None, None),
-    "engine_id": (None, None),
-    "kv_buffer_device": (None, None),
-    "kv_buffer_size": (None, "0.31.0"),      # removed in 0.32.0 (v0.31 kv_transfer.py:71)
-    "kv_role": (None, None),
-    "kv_rank": (None, "0.31.0"),             # removed in 0.32.0 (v0.31 kv_transfer.py:79)
-    "kv_parallel_size": (None, "0.31.0"),    # removed in 0.32.0 (v0.31 kv_transfer.py:84)
-    "kv_ip": (None, "0.31.0"),               # removed in 0.32.0 (v0.31 kv_transfer.py:87)
-    "kv_port": (None, None),
-    "kv_connector_extra_config": (None, None),
-    "kv_connector_module_path": (None, None),
-    "enable_permute_local_kv": (None, None),
-    "kv_load_failure_policy": (None, None),  # Literal["recompute", "fail"], v0.30 kv_transfer.py:103
-}
+
+class _Spans(Mapping):
+    """name -> (first release, last release) it exists in over the catalogued releases; None =
+    already in the oldest / still in the newest. Built on first use."""
+
+    def __init__(self, build):
+        self._build = build
+        self._data: dict | None = None
+
+    def _table(self) -> dict:
+        if self._data is None:
+            self._data = self._build()
+        return self._data
+
+    def __getitem__(self, key):
+        return self._table()[key]
+
+    def __iter__(self):
+        return iter(self._table())
+
+    def __len__(self):
+        return len(self._table())
+
+
+def _spans(runs_by_name: dict) -> dict[str, tuple[str | None, str | None]]:
+    from .catalogue import versions
+
+    vs = versions()
+    out = {}
+    for name, runs in runs_by_name.items():
+        runs = runs["runs"] if isinstance(runs, dict) else runs
+        first, last = runs[-1]
+        out[name] = (None if first == vs[0] else first, None if last == vs[-1] else last)
+    return out
+
+
+def _history(key: str, flag: str | None = None) -> dict:
+    from .catalogue import index
+
+    table = index()[key]
+    return table.get(flag, {}) if flag else table
+
+
+def _connector_spans() -> dict:
+    from .catalogue import load, versions
+
+    present: dict[str, list[bool]] = {}
+    vs = versions()
+    for i, v in enumerate(vs):
+        for name in load(v).data.get("kv", {}).get("connectors", []):
+            present.setdefault(name, [False] * len(vs))[i] = True
+    runs = {}
+    for name, flags in present.items():
+        start = None
+        for i, here in enumerate(flags + [False]):
+            if here and start is None:
+                start = i
+            elif not here and start is not None:
+                runs.setdefault(name, []).append([vs[start], vs[i - 1]])
+                start = None
+    return _spans(runs)
+
+
+# field -> (first release, last release) it exists in
+KV_FIELDS: Mapping[str, tuple[str | None, str | None]] = _Spans(lambda: _spans(_history("json_fields", KV_FLAG)))
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")
 FAILURE_POLICIES = ("fail", "recompute")
-
-CONNECTORS: dict[str, tuple[str | None, str | None]] = {
-    name: (None, None) for name in (
-        "ExampleConnector", "ExampleHiddenStatesConnector", "LMCacheConnectorV1", "LMCacheMPConnector",
-        "NixlConnector", "NixlPullConnector", "NixlPushConnector", "MultiConnector", "MoRIIOConnector",
-        "OffloadingConnector", "DecodeBenchConnector", "MooncakeConnector", "MooncakeStoreConnector",
-        "FlexKVConnectorV1", "SimpleCPUOffloadConnector", "HF3FSKVConnector")
-}
-CONNECTORS["HiSparseConnector"] = ("0.30.0", None)    # new in 0.30 (v0.30 factory.py)
-
+CONNECTORS: Mapping[str, tuple[str | None, str | None]] = _Spans(_connector_spans)
 # NixlConnector kv_connector_extra_config keys that are read (get_from_extra_config)
-NIXL_EXTRA_KEYS: dict[str, tuple[str | None, str | None]] = {
-    "backends": (None, None), "kv_lease_duration": (None, None), "kv_recompute_threshold": (None, None),
-    "bidirectional_kv_xfer": (None, None), "decoder_kv_blocks_ttl": (None, None),
-    "push_registration_timeout": (None, None), "num_threads": (None, None), "engine_ttl": (None, None),
-    "enforce_handshake_compat": (None, None),
-    "enable_cross_layers_blocks": (None, "0.28.0"),   # gone in 0.29, silently ignored since
-}
+NIXL_EXTRA_KEYS: Mapping[str, tuple[str | None, str | None]] = _Spans(lambda: _spans(_history("nixl_extra_keys")))
 
 
 def _in(span: tuple[str | None, str | None], target: tuple[int, int, int]) -> bool:
@@ -54,22 +92,42 @@ def _in(span: tuple[str | None, str | None], target: tuple[int, int, int]) -> bo
     return (first is None or target >= V(first)) and (last is None or target <= V(last))
 
 
+def _release(target):
+    from .catalogue import for_target
+
+    return for_target(tuple(target))
+
+
 def kv_fields(target) -> set[str]:
-    return {k for k, span in KV_FIELDS.items() if _in(span, target)}
+    cat = _release(target)
+    if cat is None:
+        return {k for k, span in KV_FIELDS.items() if _in(span, target)}
+    return set(cat.json.get(KV_FLAG, {}).get("fields", {}))
 
 
-def removed_in(table: dict, key: str) -> str | None:
+def removed_in(table, key: str) -> str | None:
     """The release that removed `key`, as text, if the table knows it."""
+    from .catalogue import versions
+
     span = table.get(key)
     if not span or span[1] is None:
         return None
+    vs = versions()
+    if span[1] in vs and vs.index(span[1]) + 1 < len(vs):
+        return vs[vs.index(span[1]) + 1]
     major, minor, _ = V(span[1])
     return f"{major}.{minor + 1}.0"
 
 
 def connectors(target) -> set[str]:
-    return {k for k, span in CONNECTORS.items() if _in(span, target)}
+    cat = _release(target)
+    if cat is None:
+        return {k for k, span in CONNECTORS.items() if _in(span, target)}
+    return set(cat.data.get("kv", {}).get("connectors", []))
 
 
 def nixl_extra_keys(target) -> set[str]:
-    return {k for k, span in NIXL_EXTRA_KEYS.items() if _in(span, target)}
+    cat = _release(target)
+    if cat is None:
+        return {k for k, span in NIXL_EXTRA_KEYS.items() if _in(span, target)}
+    return set(cat.nixl_extra_keys)

@@ -101,7 +101,7 @@ class KVConfig:
 def _dotted_value(text: str):
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

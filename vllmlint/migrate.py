@@ -1,4 +1,8 @@
-"""`vllmlint migrate --to X`: every safe fix for the upgrade, plus image tags and pins bumped."""
+"""`vllmlint migrate --to X [--from Y]`: every safe fix for the upgrade, plus image tags and pins
+bumped. Across several releases the upgrade runs as a chain: from the current release (`--from`,
+else the oldest `vllm/vllm-openai` tag or `vllm==` pin in the tree) through every catalogued
+release up to the target, each step applying the safe fixes of that release's rules with that
+release as the target, on the result of the step before."""
 from __future__ import annotations
 
 import re
@@ -58,3 +62,110 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
                                       f"{m.group('name')}=={fmt(target)}", "pin",
                                       Edit(source, m.start("ver"), m.end("ver"), fmt(target))))
     return bumps
+
+
+# --------------------------------------------------------------------------------------------
+# The current release and the chain of steps
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Detected:
+    version: tuple[int, int, int]
+    where: str                  # "image tag vllm/vllm-openai:v0.27.0 (k8s/a.yaml:9)"
+
+
+def detect_version(project: Project) -> Detected | None:
+    """The oldest vLLM release the tree pins: image tags, kustomize newTag, `vllm==` pins."""
+    found: list[Detected] = []
+    for source in project.sources:
+        text = source.text
+        for m in IMAGE_TAG_RE.finditer(text):
+            found.append(Detected(parse_version(m.group("tag")),
+                                  f"image tag {m.group(0)} ({source.display}:{source.line_col(m.start())[0]})"))
+        if source.kind in ("yaml", "k8s", "compose") and re.search(r"newName:\s*[\"']?(?:[\w.\-]+/)?vllm/vllm-openai", text):
+            for m in KUSTOMIZE_TAG_RE.finditer(text):
+                found.append(Detected(parse_version(m.group("tag")),
+                                      f"newTag {m.group('tag')} ({source.display}:{source.line_col(m.start('tag'))[0]})"))
+        if source.kind in ("dockerfile", "requirements"):
+            for m in PIN_RE.finditer(text):
+                found.append(Detected(parse_version(m.group("ver")),
+                                      f"pin {m.group(0)} ({source.display}:{source.line_col(m.start())[0]})"))
+    return min(found, key=lambda d: d.version) if found else None
+
+
+def steps_between(start: tuple[int, int, int] | None, target: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    """The releases a migration from `start` to `target` passes: every catalogued release after
+    `start` and before `target`, then `target` itself."""
+    if start is None or start >= target:
+        return [target]
+    from .catalogue import versions
+
+    middle = sorted({parse_version(v) for v in versions() if start < parse_version(v) < target})
+    return middle + [target]
+
+
+@dataclass
+class Step:
+    version: tuple[int, int, int]
+    fixed: list                 # findings whose fix this step applied
+    left: list                  # findings that remain after this step
+    changed: int                # files this step changed
+
+
+@dataclass
+class Chain:
+    steps: list[Step]
+    outcome: object             # engine.Outcome of the whole chain (originals -> final texts)
+
+
+class _StartFrom:
+    """While active, files are read as the previous step left them (in memory, never on disk)."""
+
+    def __init__(self, texts: dict):
+        self.texts = texts
+
+    def __enter__(self):
+        from . import project as project_module
+
+        self.module = project_module
+        self.real = project_module.read_source
+        texts = self.texts
+
+        def read(path, display, kind, _real=self.real):
+            source = _real(path, display, kind)
+            if path in texts:
+                source.text = texts[path]
+            return source
+
+        project_module.read_source = read
+        return self
+
+    def __exit__(self, *exc):
+        self.module.read_source = self.real
+        return False
+
+
+def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) -> Chain:
+    """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last."""
+    from .engine import Outcome, check_and_fix
+    from .registry import selected_rules
+
+    texts: dict = {}
+    originals: dict = {}
+    fixed_all: list = []
+    dropped: list = []
+    done: list[Step] = []
+    outcome = None
+    for i, version in enumerate(steps):
+        rules = list(selected_rules(version))
+        last = i + 1 == len(steps)
+        with _StartFrom(texts):
+            outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None)
+        changed = outcome.changed()
+        for path, (orig, new) in changed.items():
+            originals.setdefault(path, orig)
+            texts[path] = new
+        fixed_all.extend(outcome.fixed)
+        dropped.extend(d for d in outcome.dropped if d not in dropped)
+        done.append(Step(version, list(outcome.fixed), list(outcome.findings), len(changed)))
+    total = Outcome(outcome.findings, outcome.problems, outcome.project, originals, texts, fixed_all, dropped)
+    return Chain(done, total)

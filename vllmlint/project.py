@@ -39,7 +39,9 @@ class Problem:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.display}:{self.line}: {self.reason}"
+        from .report import mask_secrets
+
+        return f"{self.display}:{self.line}: {mask_secrets(self.reason)}"
 
 
 @dataclass

@@ -7,7 +7,7 @@ import re
 
 from .model import Finding, Launch
 
-SECRET_NAME_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|_KEY$|^KEY$|CREDENTIAL|AUTH)", re.I)
+SECRET_NAME_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API[-_]?KEY|[-_]KEY$|^KEY$|CREDENTIAL|AUTH)", re.I)
 SECRET_FLAGS = {"--api-key", "--hf-token", "--ssl-keyfile-password"}
 MASK = "****"
 
@@ -36,8 +36,61 @@ def mask_argv(argv: list[str]) -> list[str]:
                 out.append(token)
                 hide_next = True
             continue
-        out.append(re.sub(r"(?i)(authorization:\s*bearer\s+)\S+", r"\1" + MASK, token))
+        out.append(mask_secrets(token))
     return out
+
+
+_VALUE = r"""([^\s"',;}\])`]+)"""
+_SECRET_PATTERNS = [
+    # --api-key X, --api-key=X, "--hf-token", "X" (any spelling vLLM accepts)
+    re.compile(r"""(?i)(--(?:api|hf|ssl[-_]keyfile)[-_](?:key|token|password)["']?(?:\s*=\s*|\s*,\s*|\s+)["']?)"""
+               + _VALUE),
+    # Authorization: Bearer X, "Authorization": "Basic X", authorization=X
+    re.compile(r"""(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|apikey)\s+)?)""" + _VALUE),
+    # credentials in a URL: scheme://user:X@host
+    re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)([^@\s/]+)(?=@)", re.I),
+]
+# not a secret: already masked, a scheme word, a reference to a variable or template
+_PLAIN = re.compile(r"(?i)(?:\*\*\*\*|bearer|basic|token|apikey|\$|\{\{)")
+_NAME_VALUE = re.compile(r"""\b([A-Za-z_][A-Za-z0-9_.-]*)(["']?\s*[=:]\s*["']?)""" + _VALUE)
+# well-known token shapes, wherever they appear
+_TOKEN_SHAPES = re.compile(r"\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
+                           r"|github_pat_\w{20,}|xox[abprs]-[\w-]{10,}|AKIA[0-9A-Z]{16}"
+                           r"|eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,})")
+
+
+def mask_secrets(text: str, known=()) -> str:
+    """`text` with secrets replaced by ****: values of secret flags (`--api-key`, `--hf-token`),
+    Authorization headers, URL passwords, `NAME=value` / `NAME: value` for a secret-looking
+    NAME (`*_TOKEN`, `*_KEY`, `*SECRET*`, `*PASSWORD*`, ...), well-known token shapes
+    (`hf_...`, `sk-...`, `ghp_...`), and every string in `known` (secret values read from the
+    configs). It may mask a little too much; it must never show a secret."""
+    if not text:
+        return text
+    for value in sorted({k for k in known if k and len(k) >= 4}, key=len, reverse=True):
+        text = text.replace(value, MASK)
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(lambda m: m.group(1) + MASK, text)
+    text = _NAME_VALUE.sub(lambda m: m.group(1) + m.group(2) + MASK
+                           if is_secret(m.group(1)) and not _PLAIN.match(m.group(3)) else m.group(0), text)
+    return _TOKEN_SHAPES.sub(MASK, text)
+
+
+def secret_values(project) -> set[str]:
+    """Secret values the configs hold: env settings with a secret-looking name, and the value
+    after a secret flag in any launch's argv."""
+    found = {e.value for e in project.env if e.value and is_secret(e.name)}
+    for launch in project.launches:
+        found.update(e.value for e in launch.env if e.value and is_secret(e.name))
+        values = [a.value for a in launch.argv]
+        for i, token in enumerate(values):
+            flag, eq, rest = token.partition("=")
+            if flag.replace("_", "-") in SECRET_FLAGS:
+                if eq:
+                    found.add(rest)
+                elif i + 1 < len(values):
+                    found.add(values[i + 1])
+    return {v for v in found if v and v != MASK}
 
 
 def finding_dict(f: Finding) -> dict:

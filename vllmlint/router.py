@@ -66,6 +66,12 @@ class Backend:
         host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
         return f"http://{host}:{self.port}"
 
+    @classmethod
+    def from_url(cls, url: str) -> "Backend":
+        """`http://127.0.0.1:8100` (what verify hands replay) -> Backend."""
+        parts = urlsplit(url if "//" in url else f"http://{url}")
+        return cls(parts.hostname or "localhost", parts.port or 80)
+
 
 @dataclass
 class Turn:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -45,16 +46,36 @@ def encode(source: SourceFile, text: str) -> bytes:
     return (codecs.BOM_UTF8 if source.bom else b"") + text.encode("utf-8")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Temp file in the same folder, same mode, then rename: never a half-written config."""
-    if not os.access(path, os.W_OK):
-        raise PermissionError(f"{path} is read-only")
-    mode = path.stat().st_mode & 0o7777
+class FileChanged(OSError):
+    """The file on disk is no longer the one the fix was computed on."""
+
+
+def write_atomic(path: Path, data: bytes, expect: bytes | None = None) -> None:
+    """Temp file in the same folder, same mode, then rename: never a half-written config.
+
+    A symbolic link is never replaced (discovery hands over link targets), a file without write
+    permission bits is refused (even for root), and with `expect` the file must still hold exactly
+    those bytes right before the rename: a fix computed on stale content is never written."""
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, "is a symbolic link (not replaced)")
+    st = path.stat()
+    if not os.access(path, os.W_OK) or not st.st_mode & 0o222:
+        raise PermissionError(errno.EACCES, "the file is read-only")
+    mode = st.st_mode & 0o7777
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".vllmlint", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        if hasattr(os, "chown") and os.stat(tmp).st_uid != st.st_uid:
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)     # root fixing someone else's file
+            except OSError:
+                pass
+        if expect is not None and path.read_bytes() != expect:
+            raise FileChanged(errno.EAGAIN, "changed on disk while it was checked (run again)")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

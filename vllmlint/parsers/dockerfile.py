@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from ..detect import detect, is_vllm_image, serve_kind
-from ..model import AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, SourceFile, remove_from_run
+from ..model import AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile, remove_from_run
 from .shellscan import scan_shell
 from .shell_lex import commands
 
@@ -138,11 +138,29 @@ class _Stage:
         self.from_ins: Instruction | None = None
 
 
+KEYWORDS = {"ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
+            "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR"}
+
+
+def _check_keywords(found: list[Instruction], source: SourceFile) -> None:
+    """`docker build` refuses an unknown instruction: so do we, rather than guess. Skipped when a
+    heredoc (`RUN <<EOF`) is present - its body lines are not instructions - and for lines that
+    are not words (template tags such as `{% if %}`)."""
+    if any("<<" in ins.args for ins in found):
+        return
+    for ins in found:
+        if ins.keyword not in KEYWORDS and re.fullmatch(r"[A-Z]+", ins.keyword):
+            raise ParseError(source.line_col(ins.start)[0],
+                             f"Dockerfile syntax error: unknown instruction {ins.keyword}")
+
+
 def parse_dockerfile(source: SourceFile) -> ParsedFile:
     pf = ParsedFile(source)
     stages: list[_Stage] = []
     by_name: dict[str, _Stage] = {}
-    for ins in instructions(source.text):
+    found = instructions(source.text)
+    _check_keywords(found, source)
+    for ins in found:
         if ins.keyword == "FROM":
             words = [w.value for c in commands(ins.args) for w in c.words]
             words = [w for w in words if not w.startswith("--platform")]

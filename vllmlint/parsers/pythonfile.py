@@ -65,6 +65,7 @@ def parse_python(source: SourceFile) -> ParsedFile:
         cst = libcst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
+    _guard_nesting(source.text)
     try:
         module = cst.parse_module(source.text)
     except cst.ParserSyntaxError as err:
@@ -73,6 +74,52 @@ def parse_python(source: SourceFile) -> ParsedFile:
         raise _syntax_error(source.text, 1, str(err)) from None
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     return _Parser(source, module, positions).run()
+
+
+# libcst's native parser recurses once per nesting level (and once per operand of an
+# `a and b and ...` chain or part of a dotted import): a few thousand levels overflow the C stack
+# and kill the interpreter, a few hundred make it slow. Real launchers nest a few dozen levels.
+MAX_NESTING = 100
+
+
+def _guard_nesting(text: str) -> None:
+    """Refuse, before libcst sees it, code nested deeper than MAX_NESTING. Python's own parser
+    measures it (ast.parse only parses: nothing is compiled or run; it fails cleanly on deep
+    input); when it cannot parse the file (newer syntax libcst may still accept) brackets are
+    counted instead."""
+    too_deep = ParseError(1, f"Python code nested too deeply (more than {MAX_NESTING} levels)")
+    # a dotted name of thousands of parts also takes CPython's parser quadratic time
+    if any(m.group().count(".") > MAX_NESTING for m in re.finditer(r"[\w.]{%d,}" % (2 * MAX_NESTING), text)):
+        raise too_deep
+    try:
+        tree = ast.parse(text)
+    except (RecursionError, MemoryError):
+        raise too_deep from None
+    except SyntaxError as err:
+        if "too many" in str(err.msg) or "too deeply" in str(err.msg):
+            raise ParseError(err.lineno or 1, too_deep.reason) from None
+        depth = deepest = 0
+        for m in re.finditer(r"[()\[\]{}]", text):
+            depth = depth + 1 if m.group() in "([{" else max(0, depth - 1)
+            deepest = max(deepest, depth)
+        if deepest > MAX_NESTING:
+            raise too_deep from None
+        return
+    except ValueError:          # e.g. a NUL byte: libcst reports it
+        return
+    todo = [(tree, 0)]
+    while todo:
+        node, depth = todo.pop()
+        depth += 1
+        if isinstance(node, ast.BoolOp):
+            depth += len(node.values) - 1
+        elif isinstance(node, ast.Import):
+            depth += max(a.name.count(".") for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            depth += (node.module or "").count(".")
+        if depth > MAX_NESTING:
+            raise ParseError(getattr(node, "lineno", 1), too_deep.reason)
+        todo.extend((child, depth) for child in ast.iter_child_nodes(node))
 
 
 def _syntax_error(text: str, line: int, message: str) -> ParseError:

@@ -287,7 +287,28 @@ def split_words(file: SourceFile, text: str, omap) -> list[Arg]:
     return out
 
 
+_END_MARK = "\n\n__vllmlint_end_of_script__\n"
+
+
+def unterminated(text: str) -> int | None:
+    """Offset of the word in which a quote, `$(`, `${` or backtick opens and never closes (bash
+    refuses such a script), None when everything closes. The text is lexed with a marker word
+    after it: a construct still open at the end of the text swallows the marker. An unterminated
+    heredoc is not reported (bash only warns)."""
+    from .shell_lex import lex
+
+    end = len(text)
+    for tok in lex(text + _END_MARK):
+        if tok.start < end and tok.end > end + 2:
+            return tok.start
+    return None
+
+
 def parse_shell(source: SourceFile):
-    from ..model import ParsedFile
+    from ..model import ParsedFile, ParseError
+    bad = unterminated(source.text)
+    if bad is not None:
+        raise ParseError(source.line_col(bad)[0], "shell syntax error: a quote, `$(`, `${` or backtick "
+                                                  "in this word is never closed")
     scan = scan_shell(source, source.text, Shift(0), context="script", group=source.display)
     return ParsedFile(source, launches=scan.launches, env=scan.env)

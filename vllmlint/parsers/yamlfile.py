@@ -68,7 +68,7 @@ class YamlParser:
             docs = compose_all(masked)
         except YamlError as err:
             if not self.templated:
-                raise ParseError(err.line, str(err)) from None
+                raise ParseError(err.line, err.message) from None     # `path:line:` says the line
             docs, masked = self._segments(masked, err)
         self.masked = masked
         self.consumed: set[int] = set()
@@ -93,7 +93,7 @@ class YamlParser:
         offsets stay true. Resources that still do not parse are skipped and said so."""
         starts = [m.start() for m in re.finditer(r"(?m)^(?:apiVersion|services):", masked)]
         if not starts:
-            raise ParseError(first_error.line, f"Helm/Go template: {first_error}")
+            raise ParseError(first_error.line, f"Helm/Go template: {first_error.message}")
         bounds = sorted({0, *starts}) + [len(masked)]
         docs: list = []
         for lo, hi in zip(bounds, bounds[1:]):

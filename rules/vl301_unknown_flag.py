@@ -1,0 +1,90 @@
+from vllmlint.model import Fix
+from vllmlint.registry import Rule
+
+
+class UnknownFlag(Rule):
+    """A flag the target vLLM release does not accept (or accepts only as an abbreviation).
+
+    ## What it does
+    Reads the options of every `vllm serve`, `vllm serve --tokens-only`, `vllm launch render`
+    and `python -m vllm.entrypoints.openai.api_server` launch the way vLLM's own parser does
+    (`--max_model_len` is `--max-model-len`, `--no-` forms of boolean flags, dotted JSON
+    sub-flags such as `--kv-transfer-config.kv_role`, short aliases such as `-tp`, `-O3`) and
+    checks each option name against the generated catalogue of the target release
+    (`vllmlint/catalogue/vllm-X.json`). It reports names no release up to the target ever had
+    (with "did you mean"), names that only a newer release has, names that are ambiguous
+    abbreviations, and - as a warning - unambiguous abbreviations such as `--max-num-seq`, which
+    argparse expands silently. Flags removed or renamed in an earlier release are VL302's.
+
+    ## Why
+    vLLM parses its options with argparse: an unknown option stops the server at startup with
+    `unrecognized arguments`, an ambiguous abbreviation with `ambiguous option`. An abbreviation
+    that is unambiguous today is expanded to whatever flag it prefixes; when a later release adds
+    a second flag with the same prefix, the same config stops starting (or starts with another
+    meaning).
+
+    ## Example
+    ```yaml
+    args: ["--model", "Qwen/Qwen3-8B", "--max-num-seq", "64", "--enable-chunked-prefil"]
+    ```
+    `--max-num-seq` is an abbreviation of `--max-num-seqs` (warning, fixed to the full name);
+    `--enable-chunked-prefil` is unknown (error: did you mean `--enable-chunked-prefill`?).
+
+    ## Fix safety
+    Safe for abbreviations: the option is rewritten to the full flag argparse already expands it
+    to, so the release behaves exactly as before. Unknown and ambiguous options have no fix:
+    which flag was meant is a decision.
+    """
+
+    code = "VL301"
+    name = "unknown-flag"
+    severity = "error"
+    min_version = "0.6.6"          # the oldest catalogued release
+    fix = "sometimes"
+
+    def check(self, project):
+        from vllmlint.catalogue import for_target, history, normalize
+        from vllmlint.catalogue.argv import is_vllm, options
+
+        cat = for_target(self.target)
+        if cat is None:
+            return
+        hist = history()
+        for launch in project.launches:
+            if not is_vllm(launch):
+                continue
+            for opt in options(launch, cat):
+                m = opt.match
+                if m.kind == "exact":
+                    continue
+                name = normalize(opt.name)
+                where = opt.name_span() or opt.span or launch.span
+                if hist.flag_removed(name, self.target) is not None:
+                    continue                      # VL302: removed or renamed
+                if m.kind == "prefix":
+                    edit = opt.rename(m.flag)
+                    yield self.finding(
+                        launch.file, where,
+                        f"`{opt.name}` is an abbreviation of `{m.flag}`: vLLM {self.target_str} expands it, "
+                        f"but any new flag with the same prefix makes it ambiguous; write `{m.flag}`",
+                        Fix([edit], f"write {m.flag}") if edit else None, severity="warning")
+                    continue
+                if m.kind == "ambiguous":
+                    yield self.finding(
+                        launch.file, where,
+                        f"`{opt.name}` is ambiguous in vLLM {self.target_str} (it could be "
+                        f"{', '.join(f'`{c}`' for c in m.candidates)}): the server refuses to start")
+                    continue
+                added = hist.flag_added_after(name, self.target) if name.startswith("--") else None
+                if added:
+                    yield self.finding(
+                        launch.file, where,
+                        f"`{opt.name}` is new in vLLM {added}: vLLM {self.target_str} refuses to start "
+                        f"(unrecognized arguments); drop it or target {added} or later")
+                    continue
+                close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
+                hint = f"; did you mean `{close[0]}`?" if close else ""
+                yield self.finding(
+                    launch.file, where,
+                    f"`{opt.name}` is not a vLLM {self.target_str} option: the server refuses to start "
+                    f"(unrecognized arguments){hint}")

@@ -1,0 +1,110 @@
+from vllmlint.model import Fix
+from vllmlint.registry import Rule
+
+
+class RemovedOrRenamedFlag(Rule):
+    """A flag an earlier vLLM release had and the target release no longer accepts.
+
+    ## What it does
+    Reads the options of every vLLM launch (`vllm serve`, `--tokens-only`, `vllm launch render`,
+    the api_server module) with vLLM's spelling rules and looks each name the target release
+    does not accept up in the history of every catalogued release (0.6.6 onwards, generated
+    from the wheels): a flag that existed before the target is reported with the release that
+    removed it, the last release that had it and what that release said about it (its
+    deprecation message). When the flag was renamed - removed in one release and added in the
+    same release under another name with the same documentation, e.g.
+    `--enable-mamba-fine-grained-prefix-cache` -> `--enable-mamba-shared-prefix-checkpoint` in
+    0.31.0 - the fix writes the new name (also for the `--no-` form).
+
+    ## Why
+    A removed flag is an argparse error: the server does not start (`unrecognized arguments`).
+    Upgrades across several releases at once meet flags removed long ago that configs copied
+    from old guides still carry: `--disable-log-requests`, `--swap-space`,
+    `--num-scheduler-steps`, `--use-v2-block-manager`. Where the old name is a prefix of a
+    current flag, argparse silently expands it to that other flag instead.
+
+    ## Example
+    ```bash
+    vllm serve $MODEL --enable-mamba-fine-grained-prefix-cache --disable-log-requests
+    ```
+    For 0.31.0 this becomes `--enable-mamba-shared-prefix-checkpoint`;
+    `--disable-log-requests` (removed in 0.17.0; request logging is off by default since
+    `--enable-log-requests` replaced it) is reported for a human to delete.
+
+    ## Fix safety
+    Safe when the flag was renamed: the new flag is the same field under a new name. A flag
+    removed without a successor has no fix: deleting it (and its value) may change what the
+    deployment does, so that is left to a human.
+    """
+
+    code = "VL302"
+    name = "removed-or-renamed-flag"
+    severity = "error"
+    min_version = "0.6.6"          # the oldest catalogued release
+    fix = "sometimes"
+
+    def check(self, project):
+        from vllmlint.catalogue import for_target, history, normalize
+        from vllmlint.catalogue.argv import is_vllm, options
+
+        cat = for_target(self.target)
+        if cat is None:
+            return
+        hist = history()
+        for launch in project.launches:
+            if not is_vllm(launch):
+                continue
+            for opt in options(launch, cat):
+                if opt.match.kind == "exact" or not opt.name.startswith("--"):
+                    continue
+                name = normalize(opt.name)
+                gone = hist.flag_removed(name, self.target)
+                if gone is None:
+                    continue
+                where = opt.name_span() or opt.span or launch.span
+                new = self._successor(hist, cat, name, gone, self.target)
+                head = (f"`{opt.name}` was removed in vLLM {gone.removed_in} (last in {gone.last}"
+                        f"{_deprecated(gone.info.get('dep'))}): vLLM {self.target_str} ")
+                if opt.match.kind == "prefix":
+                    yield self.finding(launch.file, where, head +
+                                       f"reads it as an abbreviation of `{opt.match.flag}`, another flag"
+                                       + (f"; write `{new}`" if new else "; remove it"))
+                    continue
+                if new:
+                    edit = opt.rename(new)
+                    yield self.finding(launch.file, where,
+                                       head + f"refuses to start; it was renamed `{new}` in {self._renamed_in(hist, name)}",
+                                       Fix([edit], f"rename to {new}") if edit else None)
+                    continue
+                takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
+                yield self.finding(launch.file, where,
+                                   head + "refuses to start (unrecognized arguments); remove it"
+                                   + (" and its value" if takes else ""))
+
+    @staticmethod
+    def _successor(hist, cat, name, gone, target) -> str | None:
+        base = gone.info.get("neg_of")
+        renamed = hist.renamed_to(base or name, target)
+        if not renamed:
+            return None
+        new = renamed[0]
+        if base:
+            new = "--no-" + new[2:]
+        return new if new in cat.options else None
+
+    @staticmethod
+    def _renamed_in(hist, name) -> str:
+        renamed = hist.data["renamed_flags"]
+        base = hist.data["flags"].get(name, {}).get("neg_of", name)
+        return renamed.get(base, {}).get("in", "?")
+
+
+def _deprecated(text: str | None) -> str:
+    if not text:
+        return ""
+    if text == "deprecated":
+        return ", already deprecated there"
+    text = text.strip()
+    if len(text) > 100:
+        text = text[:99].rstrip() + "…"
+    return f", deprecated there: {text!r}"

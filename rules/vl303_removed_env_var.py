@@ -1,0 +1,228 @@
+import re
+
+from vllmlint.model import PROXY, Edit, Fix
+from vllmlint.registry import Rule
+
+HANDLED_ELSEWHERE = {"VLLM_ENABLE_SCALE_OUT_ENDPOINTS"}      # VL001
+VLLM_IMAGE_TEXT = re.compile(r"vllm/vllm-(?:openai|tpu|cpu|rocm)\b|\bvllm-openai:")
+SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:/+-]+$")
+TRUTHY = {"1", "true", "yes", "on"}
+FALSY = {"0", "false", "no", "off", ""}
+
+
+class RemovedEnvVar(Rule):
+    """A `VLLM_*` environment variable the target vLLM release no longer reads.
+
+    ## What it does
+    Looks at every environment setting that reaches a vLLM launch (Dockerfile `ENV`, compose
+    `environment`, Kubernetes `env` and ConfigMaps through `envFrom`, shell `export` and
+    `VAR=... cmd`, Python `os.environ` / `env=`), and at the settings of containers of vLLM
+    images whose command vllmlint does not recognise. Each name is looked up in the generated
+    catalogue of the target release (`vllm/envs.py`'s table and the variables vLLM reads
+    elsewhere) and in the history of every catalogued release (0.6.6 onwards):
+    a variable an earlier release read and the target does not is reported with the release
+    that removed it (warning); a `VLLM_*` name no release ever read - usually the
+    application's own variable that happens to share the prefix - is reported as unknown
+    (info), with "did you mean" when it is close to a real one.
+
+    ## Why
+    vLLM only warns about an unknown `VLLM_*` variable (`validate_environ`; an error only with
+    `--fail-on-environ-validation`), so a removed variable silently stops doing what it did:
+    `VLLM_USE_V1`, `VLLM_ATTENTION_BACKEND` (now `--attention-backend`),
+    `VLLM_MM_HASHER_ALGORITHM` (now `--mm-hasher-algorithm`, removed in 0.30.0),
+    `VLLM_PREFIX_CACHE_RETENTION_INTERVAL` (now `--prefix-cache-retention-interval`),
+    `VLLM_ENGINE_ITERATION_TIMEOUT_S` (removed in 0.32.0).
+
+    ## Example
+    ```yaml
+    env:
+      - name: VLLM_MM_HASHER_ALGORITHM
+        value: sha256
+    args: ["--model", "Qwen/Qwen2.5-VL-7B-Instruct"]
+    ```
+    becomes, for 0.30.0,
+    ```yaml
+    args: ["--model", "Qwen/Qwen2.5-VL-7B-Instruct", "--mm-hasher-algorithm=sha256"]
+    ```
+
+    ## Fix safety
+    Safe, and only for settings that reach vLLM launches vllmlint can edit. When the last
+    release that read the variable named a flag to use instead, the setting is removed and the
+    flag is added with the same value (`--flag=value`, one argv item) to every vLLM launch it
+    reaches that does not set the flag already; a boolean flag is added for a true value and
+    nothing for a false one; a value the flag does not accept, or one known only at run time,
+    leaves it to a human. A variable that was renamed gets its new name. A variable nothing
+    replaces is removed: the target ignores it anyway. Settings that reach no launch vllmlint
+    sees are only reported.
+    """
+
+    code = "VL303"
+    name = "removed-env-var"
+    severity = "warning"
+    min_version = "0.6.6"          # the oldest catalogued release
+    fix = "sometimes"
+
+    def check(self, project):
+        from vllmlint.catalogue import for_target, history, versions
+        from vllmlint.catalogue.argv import is_vllm
+
+        cat = for_target(self.target)
+        if cat is None:
+            return
+        hist = history()
+        for pf in project.files:
+            # settings that reach no launch count in a file that names a vLLM image but starts
+            # vLLM in a way vllmlint does not see (a custom server); where vLLM launches are
+            # seen, such settings belong to the other containers and services
+            vllm_file = not any(is_vllm(l) for l in pf.launches) and bool(VLLM_IMAGE_TEXT.search(pf.source.text))
+            for entry in pf.env:
+                name = entry.name
+                if name in HANDLED_ELSEWHERE or cat.reads_env(name):
+                    continue
+                if not (name.startswith("VLLM_") or hist.ever("env", name)):
+                    continue
+                if entry.launches:
+                    if all(l.kind == PROXY for l in entry.launches):
+                        continue
+                elif not vllm_file:
+                    continue
+                gone = hist.env_removed(name, self.target)
+                if gone is not None:
+                    yield self._removed(cat, entry, gone)
+                    continue
+                added = hist.env_added_after(name, self.target)
+                if added:
+                    yield self.finding(entry.file, entry.span,
+                                       f"{name} is read only from vLLM {added} on: vLLM {self.target_str} ignores it "
+                                       f"(it only warns about unknown VLLM_* variables)")
+                    continue
+                if not name.startswith("VLLM_"):
+                    continue
+                close = cat.close_env(name)
+                first, last = versions()[0], versions()[-1]
+                yield self.finding(entry.file, entry.span,
+                                   f"{name} is not a vLLM environment variable (no catalogued release {first}-{last} "
+                                   f"reads it): "
+                                   f"vLLM {self.target_str} logs `Unknown vLLM environment variable` and ignores it"
+                                   + (f"; did you mean {close[0]}?" if close else
+                                      "; if your application reads it, keep it"), severity="info")
+
+    # -- a variable an earlier release read --------------------------------------------------
+    def _removed(self, cat, entry, gone):
+        from vllmlint.catalogue.argv import is_vllm
+
+        name = entry.name
+        dep = gone.info.get("dep")
+        use = gone.info.get("use")
+        head = (f"{name} is not read by vLLM {self.target_str}: removed in {gone.removed_in} (last in {gone.last}"
+                + (f", deprecated there: {_trim(dep)}" if dep and not use else "") + "); vLLM only warns and ignores it")
+        serves = [l for l in entry.launches if is_vllm(l)]
+        if use and use.startswith("--") and use in cat.flags:
+            return self._to_flag(cat, entry, head, use, serves)
+        if use and use.startswith("--") and "." in use:
+            base, _, key = use.partition(".")
+            spec = cat.json_flag(base)
+            if spec and key in spec["fields"]:
+                return self.finding(entry.file, entry.span,
+                                    head + f"; set `{key}` in {base} instead ({use}=VALUE, or the key in its JSON)"
+                                    + _nowhere(entry))
+        if use and use.startswith("VLLM_") and cat.reads_env(use):
+            return self._rename(entry, head, use, serves)
+        if not serves:
+            return self.finding(entry.file, entry.span, head + "; remove it" + _nowhere(entry))
+        if entry.removal is None:
+            return self.finding(entry.file, entry.span, head + "; remove it by hand")
+        return self.finding(entry.file, entry.span, head + "; nothing replaces it: remove it",
+                            Fix(list(entry.removal), f"remove {name}"))
+
+    def _to_flag(self, cat, entry, head, flag, serves):
+        name = entry.name
+        info = cat.flags[flag]
+        say = head + f"; use {flag} instead"
+        if not serves:
+            return self.finding(entry.file, entry.span, say + _nowhere(entry))
+        if entry.value is None:
+            return self.finding(entry.file, entry.span, say + " (its value is only known at run time: move it by hand)")
+        value = entry.value.strip().strip("'\"")
+        if "$" in value or "{{" in value or "`" in value:
+            return self.finding(entry.file, entry.span, say + " (its value is only known at run time: move it by hand)")
+        if info.get("n", 1) == 0:
+            if value.lower() in FALSY:
+                token = None
+            elif value.lower() in TRUTHY:
+                token = flag
+            else:
+                return self.finding(entry.file, entry.span, say + f" (set to {value!r}: move it by hand)")
+        else:
+            accepted = _accepted(info, value)
+            if accepted is None:
+                return self.finding(entry.file, entry.span,
+                                    say + f" (vllmlint cannot tell that {flag} accepts {value!r}: move it by hand)")
+            token = f"{flag}={accepted}"
+        need = [l for l in serves if token and not l.has_flag(flag)]
+        blocked = [l for l in need if l.append_edit(token) is None]
+        if blocked:
+            where = ", ".join(f"{l.file.display}:{l.line} ({l.not_editable or 'not editable'})" for l in blocked)
+            return self.finding(entry.file, entry.span, say + f": add {token} by hand to {where}, then remove {name}")
+        if entry.removal is None:
+            return self.finding(entry.file, entry.span, say + f": remove {name} by hand" +
+                                (f" and add {token}" if token else ""))
+        edits = list(entry.removal) + [l.append_edit(token) for l in need]
+        what = f"replace it with {token}" if need else (f"{flag} is already set: remove it" if token else
+                                                         "its value is false: remove it")
+        return self.finding(entry.file, entry.span, say + f"; {what}", Fix(edits, f"replace {name} with {flag}"))
+
+    def _rename(self, entry, head, new, serves):
+        say = head + f"; it was renamed {new}"
+        if not serves:
+            return self.finding(entry.file, entry.span, say + _nowhere(entry))
+        if any(l.env_value(new) is not None or any(e.name == new for e in l.env) for l in serves):
+            if entry.removal is None:
+                return self.finding(entry.file, entry.span, say + f" and {new} is set: remove it by hand")
+            return self.finding(entry.file, entry.span, say + f" and {new} is set: remove it",
+                                Fix(list(entry.removal), f"remove {entry.name}"))
+        text = entry.file.text[entry.span[0]:entry.span[1]]
+        at = text.find(entry.name)
+        if at < 0:
+            return self.finding(entry.file, entry.span, say)
+        start = entry.span[0] + at
+        return self.finding(entry.file, entry.span, say + f": write {new}",
+                            Fix([Edit(entry.file, start, start + len(entry.name), new)], f"rename to {new}"))
+
+
+def _nowhere(entry) -> str:
+    return "" if entry.launches else " (it reaches no vLLM launch vllmlint can see)"
+
+
+def _trim(text: str) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= 100 else text[:99].rstrip() + "…")
+
+
+BASIC_TYPES = {"str": str, "int": int, "float": float, "optional_type(str)": str, "optional_type(int)": int,
+               "optional_type(float)": float, "nullable_str": str, "human_readable_int": int}
+
+
+def _accepted(info: dict, value: str) -> str | None:
+    """`value` as the flag takes it, when the catalogue can tell it is valid."""
+    if not SAFE_VALUE.match(value):
+        return None
+    for key in ("choices", "enum"):
+        options = [str(c) for c in info.get(key) or []]
+        if options:
+            for option in options:
+                if value == option:
+                    return option
+            for option in options:
+                if value.lower() == option.lower():
+                    return option
+            return None
+    typ = (info.get("type") or "str").replace(" | None", "").replace("Optional[", "").rstrip("]").strip()
+    kind = BASIC_TYPES.get(typ)
+    if kind is None:
+        return None
+    try:
+        kind(value)
+    except ValueError:
+        return None
+    return value

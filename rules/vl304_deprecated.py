@@ -1,0 +1,112 @@
+from vllmlint.model import API_SERVER
+from vllmlint.registry import Rule
+
+
+class Deprecated(Rule):
+    """A flag, flag value, JSON config field, environment variable or launch module the target
+    vLLM release deprecates.
+
+    ## What it does
+    Uses the deprecations the catalogue generator found in the target release's own source:
+    flags whose help or argparse action says they are deprecated (`--log-config-file`,
+    `--disable-cascade-attn`, `--mamba-cache-mode` in 0.33), values a config validator warns
+    about (`--mamba-cache-mode all` in 0.30-0.31), JSON config fields documented as deprecated
+    (`--attention-config` `use_fp4_indexer_cache` in 0.28-0.29), `VLLM_*` variables a release
+    still reads but warns about, and launch modules that warn when started with `python -m`
+    (`vllm.entrypoints.openai.api_server` from 0.29, `vllm.entrypoints.grpc_server` from 0.30).
+    The message quotes vLLM's own deprecation text, which usually names the replacement and the
+    release that will remove it.
+
+    ## Why
+    A deprecated setting still works, with a warning in the log that nobody reads; the release
+    named in the message removes it, and the server then stops at startup (a flag or a JSON
+    key) or silently ignores it (an environment variable). Moving now is cheaper than
+    discovering it during the next upgrade.
+
+    ## Example
+    ```yaml
+    command: ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "Qwen/Qwen3-8B"]
+    ```
+    On 0.30.0: the api_server module is deprecated, use `vllm serve Qwen/Qwen3-8B`.
+
+    ## Fix safety
+    No automatic fix: the replacements change the command (`vllm serve` takes the model as a
+    positional argument) or the shape of a config (`--log-config-file` becomes
+    `--logging-config.pylogging_config_file`), which a human should review.
+    """
+
+    code = "VL304"
+    name = "deprecated"
+    severity = "warning"
+    min_version = "0.6.6"          # the oldest catalogued release
+    fix = "none"
+
+    def check(self, project):
+        from vllmlint.catalogue import for_target
+        from vllmlint.catalogue.argv import flag_value, is_vllm, json_keys, options
+
+        cat = for_target(self.target)
+        if cat is None:
+            return
+        t = self.target_str
+        for launch in project.launches:
+            if not is_vllm(launch):
+                continue
+            if launch.kind == API_SERVER:
+                module = "vllm.entrypoints.openai.api_server"
+                info = cat.deprecated_modules.get(module)
+                if info:
+                    yield self.finding(launch.file, launch.span,
+                                       f"`python -m {module}` is deprecated in vLLM {t} and may be removed "
+                                       f"({info['at']}): start the server with `vllm serve MODEL` instead")
+            for opt in options(launch, cat):
+                m = opt.match
+                if m.kind not in ("exact", "prefix") or m.base not in cat.flags:
+                    continue
+                info = cat.flags[m.base]
+                where = opt.name_span() or opt.span or launch.span
+                if info.get("dep") and opt.sub is None:
+                    yield self.finding(launch.file, where,
+                                       f"`{opt.name}` is deprecated in vLLM {t}: {_said(info['dep'])}")
+                value = flag_value(opt) if opt.sub is None else None
+                dep_values = info.get("dep_values") or {}
+                if value is not None and value in dep_values:
+                    vspan = opt.value.span if opt.value is not None and opt.value.span else where
+                    yield self.finding(launch.file, vspan,
+                                       f"`{opt.name} {value}` is deprecated in vLLM {t}: {_said(_text(dep_values[value]))}")
+                spec = cat.json_flag(m.base)
+                if spec is None:
+                    continue
+                for key in json_keys(opt) or []:
+                    field = spec["fields"].get(key.key)
+                    if not field:
+                        continue
+                    if field.get("dep"):
+                        yield self.finding(launch.file, key.span or where,
+                                           f"`{key.key}` of {m.base} is deprecated in vLLM {t}: {_said(field['dep'])}")
+                    fdv = field.get("dep_values") or {}
+                    if isinstance(key.value, (str, int, float)) and str(key.value) in fdv:
+                        yield self.finding(launch.file, key.span or where,
+                                           f"`{key.key}: {key.value}` of {m.base} is deprecated in vLLM {t}: "
+                                           f"{_said(_text(fdv[str(key.value)]))}")
+        for entry in project.env:
+            info = cat.env.get(entry.name)
+            if not info or not info.get("dep") or not any(is_vllm(l) for l in entry.launches):
+                continue
+            use = info.get("use")
+            yield self.finding(entry.file, entry.span,
+                               f"{entry.name} is deprecated in vLLM {t}" + (f": use {use} instead" if use else
+                                                                          f": {_said(info['dep'])}"))
+
+
+def _text(located: str) -> str:
+    """`file:line: message` -> message."""
+    parts = located.split(": ", 1)
+    return parts[1] if len(parts) == 2 and ":" in parts[0] else located
+
+
+def _said(text: str) -> str:
+    text = " ".join(str(text).split())
+    if text == "deprecated":
+        return "marked deprecated"
+    return text if len(text) <= 160 else text[:159].rstrip() + "…"

@@ -1,0 +1,90 @@
+"""`vllmlint migrate --from 0.27.0 --to 0.33.0`: one step per catalogued release, each applying
+that release's safe fixes on the result of the step before (fixtures/migrate-chain)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from vllmlint.cli import main
+from vllmlint.migrate import steps_between
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAIN = ROOT / "fixtures" / "migrate-chain"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_steps_between():
+    assert steps_between((0, 27, 0), (0, 33, 0)) == [(0, 28, 0), (0, 29, 0), (0, 30, 0), (0, 31, 0), (0, 32, 0),
+                                                   (0, 33, 0)]
+    assert steps_between((0, 29, 0), (0, 30, 0)) == [(0, 30, 0)]
+    assert steps_between((0, 30, 0), (0, 30, 0)) == [(0, 30, 0)]
+    assert steps_between(None, (0, 31, 0)) == [(0, 31, 0)]
+    assert steps_between((0, 29, 1), (0, 31, 2)) == [(0, 30, 0), (0, 31, 0), (0, 31, 2)]
+
+
+def test_chain_from_0_27_to_0_33(tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(CHAIN, tree)
+    before = snapshot(tree)
+    preview = invoke("migrate", "--from", "0.27.0", "--to", "0.33.0", "--diff", str(tree))
+    assert snapshot(tree) == before, "--diff writes nothing"
+    assert "+            - '--mm-hasher-algorithm=sha256'" in preview.stdout
+
+    result = invoke("migrate", "--from", "0.27.0", "--to", "0.33.0", str(tree))
+    out = result.stdout
+    assert result.exit_code == 1, out             # two findings are left for a human
+    assert "Migration to vLLM 0.33.0: changed 4 file(s)." in out
+    assert "from vLLM 0.27.0 (--from), 6 steps: 0.28.0, 0.29.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0" in out
+    steps = out.split("  step ")[1:]
+    by_step = {s.split(":", 1)[0]: s for s in steps}
+    assert "VL302 `--calculate-kv-scales` was removed in vLLM 0.28.0" in by_step["0.28.0"]
+    assert "fixed VL303" in by_step["0.29.0"] and "fixed VL305" in by_step["0.29.0"]
+    assert by_step["0.30.0"].count("fixed VL303") == 2 and "fixed VL001" in by_step["0.30.0"]
+    assert by_step["0.31.0"].startswith("0.31.0: nothing to change")
+    assert "fixed VL303" in by_step["0.32.0"] and "needs a human" in by_step["0.32.0"] \
+        and "VL103 `kv_rank`" in by_step["0.32.0"]
+    assert "fixed VL303" in by_step["0.33.0"]
+    assert "image tag vllm/vllm-openai:v0.27.0 -> vllm/vllm-openai:v0.33.0" in out
+    assert "Left for a human (2):" in out
+
+    after = snapshot(tree)
+    prefill = after["k8s/prefill.yaml"]
+    assert "image: vllm/vllm-openai:v0.33.0" in prefill
+    assert "- '--mm-hasher-algorithm=sha256'\n            - '--enable-scale-out'\n" in prefill
+    assert "enable_cross_layers_blocks" not in prefill and "env:" not in prefill
+    assert "--calculate-kv-scales" in prefill and '"kv_rank":0' in prefill          # for a human
+    assert after["scripts/serve.sh"] == ("#!/usr/bin/env bash\nset -euo pipefail\nexport VLLM_TRITON_USE_TD=1\n"
+                                         "exec vllm serve Qwen/Qwen3-8B --port 8000 --attention-backend TRITON_ATTN\n")
+    assert after["docker/Dockerfile"] == ('FROM vllm/vllm-openai:v0.33.0\nENTRYPOINT ["vllm", "serve"]\n'
+                                          'CMD ["Qwen/Qwen3-8B", "--port", "8000", '
+                                          '"--prefix-cache-retention-interval=30"]\n')
+    assert after["requirements.txt"] == "vllm==0.33.0\n"
+
+    again = invoke("migrate", "--to", "0.33.0", str(tree))
+    assert "changed 0 file(s)" in again.stdout and snapshot(tree) == after
+
+
+def test_chain_detects_the_current_release(tmp_path):
+    """Without --from, the oldest image tag / pin in the tree is where the chain starts."""
+    tree = tmp_path / "tree"
+    shutil.copytree(CHAIN, tree)
+    result = invoke("migrate", "--to", "0.33.0", str(tree))
+    assert "from vLLM 0.27.0 (image tag vllm/vllm-openai:v0.27.0 (" in result.stdout
+    assert "6 steps" in result.stdout
+
+
+def test_one_step_keeps_the_plain_summary(tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(CHAIN, tree)
+    result = invoke("migrate", "--from", "0.32.0", "--to", "0.33.0", str(tree))
+    assert "steps:" not in result.stdout and "  step " not in result.stdout
+    assert "fixed VL303 removed-env-var" in result.stdout

@@ -1,0 +1,264 @@
+"""What each vLLM release accepts: flags, environment variables, JSON config fields.
+
+The data files next to this module are generated from the released wheels by
+`scripts/extract_catalogue.py` (one `vllm-X.json` per release, plus `index.json`: the releases
+each name was present in, and the flags renamed between two releases). Nothing is loaded at
+import time; each file is read once per process, when a rule first asks.
+
+    cat = for_target((0, 30, 0))      # the newest catalogued release <= 0.30.0
+    cat.flag("--max_model_len")       # vLLM's spelling rules: `_` = `-`
+    history().flag_removed("--swap-space", (0, 30, 0))
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..versions import fmt, parse_version
+
+DATA = Path(__file__).resolve().parent
+Version = tuple  # (major, minor, patch)
+HELP_FLAGS = {"--help": 0, "-h": 0}     # argparse adds them to every parser
+
+
+def vkey(text: str) -> tuple[int, int, int]:
+    return parse_version(text)
+
+
+@lru_cache(maxsize=1)
+def index() -> dict:
+    return json.loads((DATA / "index.json").read_text(encoding="utf-8"))
+
+
+def versions() -> list[str]:
+    """Catalogued releases, oldest first."""
+    return list(index()["versions"])
+
+
+def release_for(target: Version) -> str | None:
+    """The newest catalogued release not newer than `target` (None: older than all of them)."""
+    best = None
+    for v in versions():
+        if vkey(v) <= tuple(target):
+            best = v
+    return best
+
+
+def for_target(target: Version) -> "Catalogue | None":
+    v = release_for(target)
+    return load(v) if v else None
+
+
+@lru_cache(maxsize=None)
+def load(version: str) -> "Catalogue":
+    data = json.loads((DATA / f"vllm-{version}.json").read_text(encoding="utf-8"))
+    return Catalogue(data)
+
+
+def normalize(token: str) -> str:
+    """vLLM's FlexibleArgumentParser: underscores become dashes in the name, up to the first
+    dot (`--kv_transfer_config.kv_role` -> `--kv-transfer-config.kv_role`)."""
+    if not token.startswith("--"):
+        return token
+    head, dot, rest = token[2:].partition(".")
+    return "--" + head.replace("_", "-") + dot + rest
+
+
+@dataclass(frozen=True)
+class Match:
+    """How a release reads one option token."""
+    kind: str                 # exact | prefix | ambiguous | unknown
+    flag: str | None          # the option string it resolves to (`--no-x` stays `--no-x`)
+    base: str | None          # the flag entry it belongs to (`--x` for `--no-x`)
+    candidates: tuple = ()    # for `ambiguous`
+
+
+class Catalogue:
+    def __init__(self, data: dict):
+        self.data = data
+        self.version: str = data["version"]
+        self.flags: dict = data["flags"]
+        self.env: dict = data["env"]
+        self.env_adhoc: dict = data.get("env_adhoc", {})
+        self.json: dict = data.get("json", {})
+        self._options: dict[str, str] | None = None
+        self._sorted: list[str] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Catalogue vLLM {self.version}>"
+
+    @property
+    def vtuple(self) -> tuple[int, int, int]:
+        return vkey(self.version)
+
+    # -- flags ----------------------------------------------------------------------------
+    @property
+    def options(self) -> dict[str, str]:
+        """Every option string the parser knows -> the flag entry it belongs to."""
+        if self._options is None:
+            opts: dict[str, str] = {}
+            for name, e in self.flags.items():
+                opts[name] = name
+                for neg in e.get("neg", []):
+                    opts.setdefault(neg, name)
+                for alias in e.get("alias", []):
+                    opts.setdefault(alias, name)
+            for name in HELP_FLAGS:
+                opts.setdefault(name, name)
+            self._options = opts
+            self._sorted = sorted(o for o in opts if o.startswith("--"))
+        return self._options
+
+    def match(self, name: str) -> Match:
+        """Resolve an option name (no `=value`, no dotted part) the way argparse does:
+        exact, then a unique prefix of a long option (allow_abbrev)."""
+        opts = self.options
+        norm = normalize(name)
+        if norm in opts:
+            return Match("exact", norm, opts[norm])
+        if not norm.startswith("--"):
+            return Match("unknown", None, None)
+        hits = [o for o in self._sorted if o.startswith(norm)]
+        if len(hits) == 1:
+            return Match("prefix", hits[0], opts[hits[0]])
+        if hits:
+            return Match("ambiguous", None, None, tuple(hits[:6]))
+        return Match("unknown", None, None)
+
+    def flag(self, name: str) -> dict | None:
+        m = self.match(name)
+        return self.flags.get(m.base) if m.kind == "exact" and m.base in self.flags else None
+
+    def nargs(self, option: str) -> object:
+        """How many values an option string takes: 0, 1, '?', '+', '*' or N."""
+        base = self.options.get(option, option)
+        if option in HELP_FLAGS or option.startswith("--no-") and option not in self.flags:
+            return 0
+        e = self.flags.get(base)
+        return 1 if e is None else e.get("n", 1)
+
+    def short_options(self) -> set[str]:
+        return {o for o in self.options if not o.startswith("--")}
+
+    def close_flags(self, name: str, n: int = 1) -> list[str]:
+        import difflib
+
+        return difflib.get_close_matches(normalize(name), self._sorted_options(), n=n, cutoff=0.75)
+
+    def _sorted_options(self) -> list[str]:
+        self.options
+        return self._sorted or []
+
+    # -- environment ----------------------------------------------------------------------
+    def reads_env(self, name: str) -> bool:
+        return name in self.env or name in self.env_adhoc
+
+    def close_env(self, name: str) -> list[str]:
+        import difflib
+
+        return difflib.get_close_matches(name, list(self.env), n=1, cutoff=0.85)
+
+    # -- JSON config flags ----------------------------------------------------------------
+    def json_flag(self, flag: str) -> dict | None:
+        e = self.json.get(flag)
+        return e if e and e.get("cli") else None
+
+    @property
+    def deprecated_modules(self) -> dict:
+        return self.data.get("deprecated_modules", {})
+
+    @property
+    def nixl_extra_keys(self) -> dict:
+        return self.data.get("kv", {}).get("nixl_extra_keys", {})
+
+
+# ------------------------------------------------------------------------------------------
+# History across releases
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Removal:
+    name: str
+    last: str                 # the last catalogued release that had it
+    removed_in: str           # the first catalogued release after `last` without it
+    info: dict                # what the last release said (dep, use, n, neg_of)
+
+
+class History:
+    def __init__(self, data: dict):
+        self.data = data
+        self.versions = data["versions"]
+        self._pos = {v: i for i, v in enumerate(self.versions)}
+
+    def _removal(self, table: dict, name: str, target: Version) -> Removal | None:
+        rec = table.get(name)
+        if rec is None:
+            return None
+        runs = rec["runs"] if isinstance(rec, dict) else rec
+        last = None
+        for first, end in runs:
+            if vkey(first) <= tuple(target):
+                last = end
+        if last is None:
+            return None
+        i = self._pos[last]
+        if i + 1 >= len(self.versions) or vkey(self.versions[i + 1]) > tuple(target):
+            return None         # still there at the target
+        info = {k: v for k, v in rec.items() if k != "runs"} if isinstance(rec, dict) else {}
+        return Removal(name, last, self.versions[i + 1], info)
+
+    def _added(self, table: dict, name: str, target: Version) -> str | None:
+        """The first catalogued release after `target` that has it (for 'added in')."""
+        rec = table.get(name)
+        if rec is None:
+            return None
+        runs = rec["runs"] if isinstance(rec, dict) else rec
+        for first, _ in runs:
+            if vkey(first) > tuple(target):
+                return first
+        return None
+
+    def ever(self, kind: str, name: str) -> bool:
+        return name in self.data[kind]
+
+    def flag_removed(self, flag: str, target: Version) -> Removal | None:
+        return self._removal(self.data["flags"], flag, target)
+
+    def flag_added_after(self, flag: str, target: Version) -> str | None:
+        return self._added(self.data["flags"], flag, target)
+
+    def env_removed(self, name: str, target: Version) -> Removal | None:
+        return self._removal(self.data["env"], name, target)
+
+    def env_added_after(self, name: str, target: Version) -> str | None:
+        return self._added(self.data["env"], name, target)
+
+    def json_field_removed(self, flag: str, key: str, target: Version) -> Removal | None:
+        return self._removal(self.data["json_fields"].get(flag, {}), key, target)
+
+    def nixl_key_removed(self, key: str, target: Version) -> Removal | None:
+        return self._removal(self.data["nixl_extra_keys"], key, target)
+
+    def renamed_to(self, flag: str, target: Version) -> tuple[str, str] | None:
+        """(new name, release) following renames up to `target`, if `flag` was renamed."""
+        seen, cur, when = set(), flag, None
+        renamed = self.data["renamed_flags"]
+        while cur in renamed and cur not in seen and vkey(renamed[cur]["in"]) <= tuple(target):
+            seen.add(cur)
+            when = renamed[cur]["in"]
+            cur = renamed[cur]["to"]
+        return (cur, when) if cur != flag else None
+
+
+@lru_cache(maxsize=1)
+def history() -> History:
+    return History(index())
+
+
+def version_text(target: Version) -> str:
+    return fmt(tuple(target))
+
+
+__all__ = ["Catalogue", "History", "Match", "Removal", "for_target", "history", "index", "load",
+           "normalize", "release_for", "versions", "version_text"]

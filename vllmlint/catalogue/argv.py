@@ -1,0 +1,226 @@
+"""A vLLM launch's options read against a release catalogue: which tokens are option names,
+which are their values, and which are positionals. Shared by VL301-VL305.
+
+Only launches whose argv is vLLM's own (`vllm serve`, `--tokens-only`, `vllm launch render`,
+the api_server module) are read; tokens whose option name is built at run time (`$FLAG`,
+`{{ .Values.x }}`) are skipped, and so is everything after `--`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from ..model import API_SERVER, RENDER, SERVE, TOKENS_ONLY, Arg, Edit, Launch, Span
+from . import Catalogue, Match, normalize
+
+VLLM_KINDS = (SERVE, TOKENS_ONLY, RENDER, API_SERVER)
+NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+PLACEHOLDER = re.compile(r"[$`{}%<>*?\s\\\[\]]")
+
+
+@dataclass
+class Opt:
+    """One option token of a launch."""
+    index: int                 # index in launch.argv
+    arg: Arg
+    name: str                  # the option name as written (before `=` and the first `.`)
+    sub: str | None            # dotted JSON sub-key (`kv_role`, `a.b+`), if any
+    inline: bool               # `--name=value`
+    value: Arg | None          # the value (inline part or the next token), when it has one
+    match: Match
+
+    @property
+    def span(self) -> Span | None:
+        return self.arg.span
+
+    def name_span(self) -> Span | None:
+        """File span of the option name alone (without `=value` / `.sub`)."""
+        end = len(self.name)
+        sub = self.arg.sub_span(0, end)
+        if sub:
+            return sub
+        if self.arg.file is None or self.arg.span is None:
+            return None
+        start = self.arg.span[0]
+        raw = self.arg.file.text[start:self.arg.span[1]]
+        if raw.startswith(self.name):                       # written bare
+            return start, start + end
+        if raw[:1] in ("'", '"') and raw[1:].startswith(self.name) and "\\" not in raw[:end + 1]:
+            return start + 1, start + 1 + end               # written quoted, the name without escapes
+        return None
+
+    def rename(self, new: str) -> Edit | None:
+        """An edit that writes `new` in place of the option name, keeping `=value`/quotes."""
+        span = self.name_span()
+        if span is None or self.arg.file is None:
+            return None
+        return Edit(self.arg.file, span[0], span[1], new)
+
+
+def is_vllm(launch: Launch) -> bool:
+    return launch.kind in VLLM_KINDS
+
+
+def dynamic_name(name: str) -> bool:
+    return bool(PLACEHOLDER.search(name)) or name in ("-", "--")
+
+
+def options(launch: Launch, cat: Catalogue) -> list[Opt]:
+    """The option tokens of `launch`, each matched against `cat`."""
+    out: list[Opt] = []
+    argv = launch.argv
+    i = launch.options_start
+    while i < len(argv):
+        arg = argv[i]
+        v = arg.value
+        i += 1
+        if v == "--":
+            break
+        if not v.startswith("-") or v == "-" or NEGATIVE_NUMBER.match(v):
+            continue
+        head, eq, _ = v.partition("=")
+        if dynamic_name(head):
+            continue
+        if v.startswith("--"):
+            base, dot, sub = head.partition(".")
+            m = cat.match(base)
+            value = None
+            if eq:
+                value = _inline(arg, len(head) + 1)
+            elif dot or _takes_value(cat, m):
+                if i < len(argv) and (dot or _looks_like_value(argv[i].value)):
+                    value = argv[i]
+                    i += 1
+                    i = _more_values(cat, m, argv, i)
+            out.append(Opt(i_of(arg, argv, i), arg, base, sub if dot else None, bool(eq), value, m))
+            continue
+        # single dash: -tp 2, -q awq, -O3, -qawq
+        m = _short(cat, head)
+        value = None
+        if eq:
+            value = _inline(arg, len(head) + 1)
+        elif m.kind == "exact" and m.flag == head and _takes_value(cat, m) and i < len(argv) \
+                and _looks_like_value(argv[i].value):
+            value = argv[i]
+            i += 1
+        out.append(Opt(i_of(arg, argv, i), arg, head, None, bool(eq), value, m))
+    return out
+
+
+def i_of(arg: Arg, argv: list[Arg], after: int) -> int:
+    for j in range(after - 1, -1, -1):
+        if argv[j] is arg:
+            return j
+    return after - 1
+
+
+def _short(cat: Catalogue, token: str) -> Match:
+    opts = cat.options
+    if token in opts:
+        return Match("exact", token, opts[token])
+    if token.startswith("-O") and (len(token) == 2 or token[2:].lstrip("=").isalnum()):
+        return Match("exact", token, "--optimization-level" if "--optimization-level" in cat.flags
+                     else "--compilation-config")
+    for n in (3, 2):                      # an attached value: -qawq, -tp2
+        if len(token) > n and token[:n] in opts and cat.nargs(token[:n]) != 0:
+            return Match("exact", token[:n], opts[token[:n]])
+    return Match("unknown", None, None)
+
+
+def _takes_value(cat: Catalogue, m: Match) -> bool:
+    if m.kind not in ("exact", "prefix") or m.flag is None:
+        return False
+    return cat.nargs(m.flag) != 0
+
+
+def _more_values(cat: Catalogue, m: Match, argv: list[Arg], i: int) -> int:
+    if m.flag and cat.nargs(m.flag) in ("+", "*"):
+        while i < len(argv) and _looks_like_value(argv[i].value) and argv[i].value != "--":
+            i += 1
+    return i
+
+
+def _looks_like_value(text: str) -> bool:
+    return not text.startswith("-") or bool(NEGATIVE_NUMBER.match(text)) or text == "-"
+
+
+def _inline(arg: Arg, skip: int) -> Arg:
+    def locate(a=arg, n=skip):
+        offs = a.offsets
+        return None if offs is None else list(offs[n:])
+    span = arg.sub_span(skip, len(arg.value)) if skip < len(arg.value) else None
+    return Arg(arg.value[skip:], arg.file, span or arg.span, arg.dynamic, False, locate=locate)
+
+
+# ------------------------------------------------------------------------------------------
+# JSON values of config flags
+# ------------------------------------------------------------------------------------------
+@dataclass
+class JsonKey:
+    opt: Opt
+    key: str
+    span: Span | None
+    value: object
+
+
+def json_keys(opt: Opt) -> list[JsonKey] | None:
+    """Top-level keys a JSON config flag sets: from its JSON value, or the dotted sub-flag.
+    None when the value is built at run time or is not a JSON object."""
+    if opt.sub is not None:
+        key = opt.sub.split(".")[0].rstrip("+")
+        val = _dotted_value(opt.value.value) if opt.value is not None else None
+        return [JsonKey(opt, key, opt.arg.span, val)]
+    if opt.value is None or opt.value.dynamic:
+        return None
+    text = opt.value.value
+    if "{{" in text or "$" in text:
+        return None
+    from ..jsonpos import locate
+    try:
+        loc = locate(text)
+    except ValueError:
+        return None
+    if not isinstance(loc.value, dict):
+        return None
+    out = []
+    for path, member in loc.members.items():
+        if len(path) != 1:
+            continue
+        try:
+            _, end = json.decoder.scanstring(text, member.key_start + 1)
+        except (ValueError, IndexError):
+            end = member.key_start + len(json.dumps(path[0]))
+        span = opt.value.sub_span(member.key_start, end) or _find_raw(opt.value, path[0]) or opt.value.span \
+            or opt.arg.span
+        out.append(JsonKey(opt, path[0], span, loc.value[path[0]]))
+    return out
+
+
+def _find_raw(arg: Arg, key: str) -> Span | None:
+    if arg.span is None or arg.file is None:
+        return None
+    text = arg.file.text[arg.span[0]:arg.span[1]]
+    for needle in (json.dumps(key), json.dumps(key).replace('"', '\\"')):
+        at = text.find(needle)
+        if at >= 0:
+            return arg.span[0] + at, arg.span[0] + at + len(needle)
+    return None
+
+
+def _dotted_value(text: str):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def flag_value(opt: Opt) -> str | None:
+    """The static value of an option, when it has one."""
+    if opt.value is None or opt.value.dynamic:
+        return None
+    text = opt.value.value
+    return None if dynamic_name(text.replace(" ", "")) and ("$" in text or "{{" in text) else text
+
+
+__all__ = ["Opt", "JsonKey", "VLLM_KINDS", "is_vllm", "options", "json_keys", "flag_value", "normalize"]
