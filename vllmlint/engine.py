@@ -190,6 +190,8 @@ def _reparse_error(source: SourceFile, text: str) -> str | None:
         before = parse_source(SourceFile(source.path, source.display, source.text, source.kind, source.bom))
     except ParseError as err:
         return f"line {err.line}: {err.reason}"
+    except Exception as err:     # a parser bug on the result: never write what we cannot read back
+        return f"cannot be read back ({type(err).__name__})"
     if after is not None and before is not None and _bad_json(after) > _bad_json(before):
         return "a --kv-transfer-config value would no longer be valid JSON"
     return None

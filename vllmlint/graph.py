@@ -85,12 +85,17 @@ class Graph:
                 self._by_file.setdefault(id(launch.file), []).append(launch)
             for name in launch.hostnames:
                 self._names.setdefault(self._scope(launch.file) + name.lower(), []).append(launch)
+        by_label: dict[tuple[str, str], list[Launch]] = {}
+        for launch in self.launches:
+            for pair in launch.labels.items():
+                by_label.setdefault(pair, []).append(launch)
         for pf in self.project.files:
             for svc in pf.services:
                 if not svc.selector:
                     continue
-                hits = [l for l in self.launches
-                        if l.labels and all(l.labels.get(k) == v for k, v in svc.selector.items())]
+                pairs = sorted(svc.selector.items(), key=lambda kv: len(by_label.get(kv, ())))
+                hits = [l for l in by_label.get(pairs[0], [])
+                        if all(l.labels.get(k) == v for k, v in pairs[1:])]
                 self._names.setdefault(svc.name.lower(), []).extend(hits)
 
     def resolve(self, host: str, port: int | None, near: SourceFile | None) -> list[Launch]:

@@ -94,6 +94,10 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None) 
         except RecursionError:
             project.problems.append(Problem(cand.display, 1, "nested too deeply to read"))
             continue
+        except Exception as err:     # a parser bug on odd input: report this file, check the others
+            project.problems.append(Problem(cand.display, 1, f"internal error while reading it: "
+                                                             f"{type(err).__name__}: {err} (please report)"))
+            continue
         if parsed is not None:
             project.files.append(parsed)
     link(project)

@@ -7,7 +7,9 @@ import re
 
 from .model import Finding, Launch
 
-SECRET_NAME_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API[-_]?KEY|[-_]KEY$|^KEY$|CREDENTIAL|AUTH)", re.I)
+# HF_TOKEN, GITHUB_TOKEN, OPENAI_API_KEY, x-api-key, DB_PASSWORD, AUTHORIZATION - not
+# VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE or ..._TOKEN_THRESHOLD (numbers, not secrets)
+SECRET_NAME_RE = re.compile(r"(TOKEN$|SECRET|PASSWORD|PASSWD|API[-_]?KEY|[-_]KEY$|^KEY$|CREDENTIAL|AUTH)", re.I)
 SECRET_FLAGS = {"--api-key", "--hf-token", "--ssl-keyfile-password"}
 MASK = "****"
 

@@ -122,6 +122,16 @@ def _guard_nesting(text: str) -> None:
         todo.extend((child, depth) for child in ast.iter_child_nodes(node))
 
 
+def _evaluated(node):
+    """libcst's `evaluated_value` (ast.literal_eval of the literal), or None when this Python
+    cannot read the literal (a NUL byte, an unknown `\\N{...}` name, syntax newer than this
+    Python that libcst still accepts)."""
+    try:
+        return node.evaluated_value
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
 def _syntax_error(text: str, line: int, message: str) -> ParseError:
     """libcst sometimes places an error where it gave up rather than where it is: ask Python's
     own parser (ast.parse only parses; nothing is compiled or run) for the line and wording."""
@@ -415,7 +425,7 @@ class _Parser:
         if isinstance(node, cst.SimpleString):
             return "b" not in node.prefix.lower()
         if isinstance(node, cst.ConcatenatedString):
-            return not isinstance(node.evaluated_value, bytes)
+            return not isinstance(_evaluated(node), bytes)
         if isinstance(node, cst.FormattedString):
             return True
         if isinstance(node, cst.BinaryOperation):
@@ -441,7 +451,7 @@ class _Parser:
             s, _ = self.span(node)
             base = s + len(node.prefix) + len(node.quote)
             chars = decode_body(node.raw_value, base, "r" in node.prefix.lower(), False)
-            if chars is None or "".join(c for c, _, _ in chars) != node.evaluated_value:
+            if chars is None or "".join(c for c, _, _ in chars) != _evaluated(node):
                 return None
             return [Lit(chars)]
         if isinstance(node, cst.ConcatenatedString):
@@ -843,7 +853,7 @@ class _Parser:
 
     def literal_key(self, node) -> str | None:
         if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            value = node.evaluated_value
+            value = _evaluated(node)
             return value if isinstance(value, str) else None
         return None
 

@@ -212,7 +212,7 @@ class _Scanner:
         if self.in_eval:
             return "the command is built as a string and run with eval"
         for w in option_words:
-            if w.value in RUNTIME_ARGS or (w.splits and ARRAY_REF_RE.match(w.value)):
+            if (w.value in RUNTIME_ARGS and w.dynamic) or (w.splits and ARRAY_REF_RE.match(w.value)):   # not '$@'
                 return f"its arguments arrive at run time ({w.value})"
         return None
 

@@ -49,14 +49,28 @@ def _block_item_region(text: str, start: int, node_end: int) -> tuple[int, int] 
     return line_start, _after_line(text, node_end)
 
 
+_SPANS: dict[int, tuple[yaml.Node, list[tuple[int, int]]]] = {}
+
+
+def item_spans(collection: yaml.Node) -> list[tuple[int, int]]:
+    """(start, end) of each item, computed once per collection (one env list -> n removals)."""
+    cached = _SPANS.get(id(collection))
+    if cached is not None and cached[0] is collection:
+        return cached[1]
+    if isinstance(collection, yaml.SequenceNode):
+        spans = [(n.start_mark.index, content_end(n)) for n in collection.value]
+    else:
+        spans = [(k.start_mark.index, content_end(v)) for k, v in collection.value]
+    if len(_SPANS) > 256:
+        _SPANS.clear()
+    _SPANS[id(collection)] = (collection, spans)
+    return spans
+
+
 def remove_item(file: SourceFile, text: str, collection: yaml.Node, index: int,
                 parent_pair: tuple[yaml.Node, yaml.Node] | None) -> list[Edit] | None:
     """Edits that remove item `index` of a sequence (or pair `index` of a mapping)."""
-    items = collection.value
-    if isinstance(collection, yaml.SequenceNode):
-        spans = [(n.start_mark.index, content_end(n)) for n in items]
-    else:
-        spans = [(k.start_mark.index, content_end(v)) for k, v in items]
+    spans = item_spans(collection)
     start, end = spans[index]
     if collection.flow_style:
         if len(spans) == 1:

@@ -18,6 +18,10 @@ from .yaml_edit import append_site, remove_item
 from .yaml_edit import content_end as yaml_edit_end
 from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
 
+# keys whose values never hold a container or a workload's labels: the walks skip them
+NO_CONTAINERS_BELOW = frozenset({"env", "envFrom", "volumeMounts", "volumes", "ports", "resources", "tolerations",
+                                 "affinity", "nodeSelector", "livenessProbe", "readinessProbe", "startupProbe",
+                                 "securityContext", "data", "stringData", "status"})
 ARGS_KEY_RE = re.compile(r"(?i)(?:^|_|[a-z])(?:args|cmd_template)$")
 LAUNCH_HINT_RE = re.compile(r"vllm\s+(?:serve|launch)\b|vllm\.entrypoints|disagg_proxy|toy_proxy_server")
 
@@ -69,7 +73,11 @@ class YamlParser:
         except YamlError as err:
             if not self.templated:
                 raise ParseError(err.line, err.message) from None     # `path:line:` says the line
-            docs, masked = self._segments(masked, err)
+            try:        # plain YAML whose strings hold `{{` (a chat template, `--format '{{.ID}}'`)
+                docs, masked = compose_all(self.text), self.text
+                self.templated = []
+            except YamlError:
+                docs, masked = self._segments(masked, err)
         self.masked = masked
         self.consumed: set[int] = set()
         self._where: dict = {}
@@ -107,6 +115,8 @@ class YamlParser:
     def _ignore_annotations(self, doc: yaml.Node) -> None:
         """`vllmlint.io/ignore: "VL101"` as a Kubernetes annotation or label, or a compose
         service label: suppresses those codes in that resource (or service)."""
+        if "vllmlint.io/ignore" not in self.text:
+            return
         for node in iter_nodes(doc):
             if not isinstance(node, yaml.MappingNode):
                 continue
@@ -340,7 +350,8 @@ class YamlParser:
         if kind == "Service":
             self._service(doc, meta_name)
             return
-        self._where = {"hostnames": [meta_name] if meta_name else [], "labels": _all_labels(doc)}
+        labelled = "labels" in self.masked[doc.start_mark.index:doc.end_mark.index]
+        self._where = {"hostnames": [meta_name] if meta_name else [], "labels": _all_labels(doc) if labelled else {}}
         owner = f"{kind}/{meta_name}" if kind else (meta_name or f"document {index + 1}")
         seen: set[int] = set()
         stack: list[tuple[yaml.Node, str | None]] = [(doc, None)]
@@ -352,7 +363,7 @@ class YamlParser:
             if isinstance(node, yaml.MappingNode):
                 if self._is_container(node, parent_key):
                     self._container(node, owner, index)
-                stack.extend((v, scalar(k)) for k, v in reversed(node.value))
+                stack.extend((v, scalar(k)) for k, v in reversed(node.value) if scalar(k) not in NO_CONTAINERS_BELOW)
                 for k, v in node.value:
                     if isinstance(v, yaml.SequenceNode) and ARGS_KEY_RE.search(scalar(k) or "") \
                             and id(v) not in self.consumed:
@@ -364,6 +375,8 @@ class YamlParser:
     def _loose_scripts(self, doc: yaml.Node, owner: str) -> None:
         """Shell code outside any container (dstack `commands`, SkyPilot `run`, benchmark
         scenarios, truss `start_command`): scan every scalar that starts vLLM."""
+        if not LAUNCH_HINT_RE.search(self.masked, doc.start_mark.index, doc.end_mark.index):
+            return          # the cheap test first: most documents have no loose script
         for node in iter_nodes(doc):
             if (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
                     and LAUNCH_HINT_RE.search(node.value)):
@@ -388,7 +401,8 @@ class YamlParser:
 
     def _service(self, doc: yaml.Node, name: str) -> None:
         spec = get(doc, "spec")
-        selector = {k.value: v.value for k, v in getattr(get(spec, "selector"), "value", [])
+        sel = get(spec, "selector")          # (a scalar or a list here is a broken Service: no selector)
+        selector = {k.value: v.value for k, v in (sel.value if isinstance(sel, yaml.MappingNode) else [])
                     if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
         ports: dict[int, int | str] = {}
         for item in self.argv_nodes(get(spec, "ports")):
@@ -484,12 +498,19 @@ VLLM_MARKER_FLAGS = {
 def _all_labels(doc: yaml.Node) -> dict[str, str]:
     """Every `labels:` map in a workload (its own and its pod template's), for selectors."""
     labels: dict[str, str] = {}
-    for node in iter_nodes(doc):
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if scalar(k) == "labels" and isinstance(v, yaml.MappingNode):
-                    labels.update({a.value: b.value for a, b in v.value
-                                   if isinstance(a, yaml.ScalarNode) and isinstance(b, yaml.ScalarNode)})
+    stack, seen = [doc], set()
+    while stack:               # mappings only, and never into lists of containers, env, args...
+        node = stack.pop()
+        if id(node) in seen or not isinstance(node, yaml.MappingNode):
+            continue
+        seen.add(id(node))
+        for k, v in node.value:
+            key = scalar(k)
+            if key == "labels" and isinstance(v, yaml.MappingNode):
+                labels.update({a.value: b.value for a, b in v.value
+                               if isinstance(a, yaml.ScalarNode) and isinstance(b, yaml.ScalarNode)})
+            elif isinstance(v, yaml.MappingNode) and key not in NO_CONTAINERS_BELOW:
+                stack.append(v)
     return labels
 
 

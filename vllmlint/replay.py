@@ -1,0 +1,406 @@
+"""`vllmlint replay`: multi-turn conversations against a real P/D deployment, three ways.
+
+  (a) baseline   - bidirectional_kv_xfer off, plain P -> D routing (router policy "none");
+  (b) unguarded  - bidirectional on, D's kv_transfer_params reused by conversation id alone,
+                   as vLLM's reference multi-turn proxy does (router policy "unguarded");
+  (c) guarded    - bidirectional on, reuse only for exact token-id continuations ("guarded").
+
+Every turn is sent at temperature 0 with logprobs and `return_token_ids` through the in-process
+`vllmlint.router.Router` on a free 127.0.0.1 port. Each mode carries its own answers forward
+(what a client does). A turn of (b) or (c) matches (a) when its generated token ids are equal and
+the largest |logprob difference| is <= the tolerance (1e-3): a tiny random model may repeat
+tokens, but its logprobs move when the context it attends to differs.
+
+Exit 0 when every turn of (c) matches (a); 1 otherwise; 2 when the stack could not start.
+Mismatches under (b) are the evidence the guard exists for, not a failure.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from . import http11
+from .conversations import Conversation, expected_guard, load, next_messages
+
+MODES = ("a", "b", "c")
+MODE_NAMES = {"a": "baseline (bidirectional off)", "b": "unguarded (bidirectional on)",
+              "c": "guarded (bidirectional on)"}
+POLICY = {"a": "none", "b": "unguarded", "c": "guarded"}
+TOLERANCE = 1e-3
+EXIT_OK, EXIT_MISMATCH, EXIT_START = 0, 1, 2
+
+
+# -- one turn's answer, and comparisons ------------------------------------------------------------
+@dataclass
+class TurnResult:
+    conversation: str
+    turn: int                                 # 1-based
+    mode: str
+    status: int = 0
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    text: str = ""
+    prompt_tokens: int | None = None
+    prompt_hash: str = ""                     # of the messages sent (same history as baseline?)
+    guard: str | None = None                  # X-Vllmlint-Guard
+    expected_guard: str | None = None
+    guard_lines: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    prefill_ms: float | None = None
+    decode_ms: float | None = None
+    kv: dict = field(default_factory=dict)    # per server: prefix/external hits, nixl transfers
+    kv_log_lines: list[str] = field(default_factory=list)
+    retried_without_reuse: bool = False       # prefill failed with D's blocks attached
+    error: str | None = None
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in ("conversation", "turn", "mode", "status", "token_ids", "logprobs",
+                                           "text", "prompt_tokens", "prompt_hash", "guard", "expected_guard",
+                                           "guard_lines", "prefill_ms", "decode_ms", "kv", "kv_log_lines",
+                                           "retried_without_reuse", "error")}
+        d["seconds"] = round(self.seconds, 3)
+        return d
+
+
+@dataclass
+class Comparison:
+    match: bool
+    tokens_equal: bool
+    max_logprob_diff: float | None
+    first_token_diff: int | None
+    same_prompt: bool
+    why: str = ""
+
+    def as_dict(self) -> dict:
+        return {"match": self.match, "tokens_equal": self.tokens_equal,
+                "max_logprob_diff": self.max_logprob_diff, "first_token_diff": self.first_token_diff,
+                "same_prompt": self.same_prompt, "why": self.why}
+
+
+def compare(base: TurnResult, other: TurnResult, tol: float = TOLERANCE) -> Comparison:
+    """Does `other` answer as `base` did? Equal token ids and logprobs within `tol`."""
+    same_prompt = bool(base.prompt_hash) and base.prompt_hash == other.prompt_hash
+    if base.error or other.error or base.token_ids is None or other.token_ids is None:
+        why = "baseline failed" if (base.error or base.token_ids is None) else "request failed"
+        return Comparison(False, False, None, None, same_prompt, why)
+    a, b = base.token_ids, other.token_ids
+    first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+    if first is None and len(a) != len(b):
+        first = min(len(a), len(b))
+    tokens_equal = first is None
+    diff = None
+    if base.logprobs is not None and other.logprobs is not None:
+        n = min(len(base.logprobs), len(other.logprobs)) if tokens_equal else (first or 0)
+        diffs = [abs(x - y) for x, y in zip(base.logprobs[:n], other.logprobs[:n])
+                 if x is not None and y is not None]
+        diff = max(diffs) if diffs else 0.0
+    lp_ok = diff is not None and diff <= tol
+    match = tokens_equal and lp_ok
+    if match:
+        why = ""
+    elif not tokens_equal:
+        why = f"token {first} differs"
+    elif diff is None:
+        why = "no logprobs"
+    else:
+        why = f"logprobs differ by {diff:.3g}"
+    if not match and not same_prompt:
+        why += " (history already differed)"
+    return Comparison(match, tokens_equal, None if diff is None else round(diff, 6), first, same_prompt, why)
+
+
+def prompt_hash(messages: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def parse_answer(resp: dict) -> tuple[dict, list[int] | None, list[float] | None]:
+    """(assistant message, generated token ids, their logprobs) of a chat completion."""
+    choice = (resp.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    ids = choice.get("token_ids")
+    content = (choice.get("logprobs") or {}).get("content") or []
+    lps = [c.get("logprob") for c in content] if content else None
+    if lps is not None:
+        lps = [max(float(x), -1e9) if x is not None else None for x in lps]   # -inf -> comparable
+    return message, ids if isinstance(ids, list) else None, lps
+
+
+# -- the report ----------------------------------------------------------------------------------------
+@dataclass
+class Replay:
+    results: dict[str, list[TurnResult]] = field(default_factory=dict)   # mode -> turns
+    timings: dict[str, float] = field(default_factory=dict)
+    deployment: dict = field(default_factory=dict)
+    error: str | None = None
+    error_lines: list[str] = field(default_factory=list)
+    tolerance: float = TOLERANCE
+
+    def rows(self) -> list[dict]:
+        base = {(t.conversation, t.turn): t for t in self.results.get("a", [])}
+        out = []
+        keys = [(t.conversation, t.turn) for t in self.results.get("a", [])]
+        for m in ("b", "c"):
+            for t in self.results.get(m, []):
+                if (t.conversation, t.turn) not in base and (t.conversation, t.turn) not in keys:
+                    keys.append((t.conversation, t.turn))
+        by = {m: {(t.conversation, t.turn): t for t in self.results.get(m, [])} for m in MODES}
+        for key in keys:
+            row: dict[str, Any] = {"conversation": key[0], "turn": key[1]}
+            a = base.get(key)
+            for m in MODES:
+                t = by[m].get(key)
+                row[m] = t.as_dict() if t else None
+                if m != "a":
+                    row[f"{m}_vs_a"] = compare(a, t, self.tolerance).as_dict() if (a and t) else None
+            out.append(row)
+        return out
+
+    @property
+    def exit_code(self) -> int:
+        if self.error:
+            return EXIT_START
+        rows = self.rows()
+        if not rows or any(r["c_vs_a"] is None or not r["c_vs_a"]["match"] for r in rows):
+            return EXIT_MISMATCH
+        return EXIT_OK
+
+    def summary(self) -> dict:
+        rows = self.rows()
+        s = {}
+        for m in ("b", "c"):
+            cmp = [r[f"{m}_vs_a"] for r in rows if r[f"{m}_vs_a"] is not None]
+            s[m] = {"turns": len(cmp), "match": sum(1 for c in cmp if c["match"]),
+                    "mismatch": sum(1 for c in cmp if not c["match"])}
+        c_turns = [t for t in self.results.get("c", []) if t.guard]
+        s["c"]["guard_hits"] = sum(1 for t in c_turns if t.guard.startswith("hit"))
+        s["b"]["reused"] = sum(1 for t in self.results.get("b", []) if (t.guard or "").startswith("hit"))
+        return s
+
+    def as_dict(self) -> dict:
+        return {"exit_code": self.exit_code, "error": self.error, "error_lines": self.error_lines,
+                "tolerance": self.tolerance, "deployment": self.deployment,
+                "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
+                "summary": self.summary() if not self.error else None, "turns": self.rows()}
+
+
+def _kv_short(kv: dict) -> str:
+    parts = []
+    for name, row in sorted(kv.items()):
+        bits = []
+        if row.get("prefix_hits"):
+            bits.append(f"hit {row['prefix_hits']}/{row['prefix_queries']}")
+        if row.get("external_hits"):
+            bits.append(f"ext {row['external_hits']}")
+        if row.get("transfers"):
+            bits.append(f"xfer {row['transfers']} {row.get('avg_transfer_ms')}ms {row.get('mb_per_transfer')}MB")
+        if row.get("failed_transfers"):
+            bits.append(f"FAILED {row['failed_transfers']}")
+        parts.append(f"{name}[{', '.join(bits) or '-'}]")
+    return " ".join(parts)
+
+
+def render_text(rep: Replay) -> str:
+    lines = []
+    if rep.error:
+        lines.append(f"replay: {rep.error}")
+        lines += [f"  {l}" for l in rep.error_lines]
+        return "\n".join(lines)
+    d = rep.deployment
+    if d:
+        lines.append(f"vLLM {d.get('vllm_version')} ({d.get('vllm')}), model {d.get('model')}, "
+                     f"connector {d.get('connector')}")
+    for row in rep.rows():
+        conv, n = row["conversation"], row["turn"]
+        a = row["a"] or {}
+        lines.append(f"{conv} turn {n}: (a) {a.get('status')} {len(a.get('token_ids') or [])} tokens "
+                     f"{a.get('seconds')}s {_kv_short(a.get('kv') or {})}" + (f" ERROR {a['error']}" if a.get("error") else ""))
+        for m in ("b", "c"):
+            t, c = row[m], row[f"{m}_vs_a"]
+            if t is None:
+                lines.append(f"  ({m}) not run")
+                continue
+            verdict = "match" if c and c["match"] else f"MISMATCH ({c['why'] if c else '?'})"
+            lp = c.get("max_logprob_diff") if c else None
+            guard = (t.get("guard") or "-") + (" (prefill failed with reused blocks; retried without them)"
+                                               if t.get("retried_without_reuse") else "")
+            exp = f", expected {t['expected_guard']}" if m == "c" and t.get("expected_guard") else ""
+            lines.append(f"  ({m}) {verdict}, max|dlogprob| {lp}; router: {guard}{exp}; {t.get('seconds')}s "
+                         f"{_kv_short(t.get('kv') or {})}" + (f" ERROR {t['error']}" if t.get("error") else ""))
+            for g in t.get("guard_lines") or []:
+                lines.append(f"      {g}")
+            for k in t.get("kv_log_lines") or []:
+                lines.append(f"      {k}")
+    s = rep.summary()
+    lines.append(f"(b) unguarded: {s['b']['match']}/{s['b']['turns']} turns match baseline "
+                 f"({s['b']['reused']} reused D's blocks unchecked); "
+                 f"(c) guarded: {s['c']['match']}/{s['c']['turns']} match ({s['c']['guard_hits']} guard hits)")
+    lines.append("timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in rep.timings.items()))
+    lines.append("exit %d: %s" % (rep.exit_code, "guarded matches baseline everywhere" if rep.exit_code == 0
+                                  else "guarded differs from baseline (or a turn failed)"))
+    return "\n".join(lines)
+
+
+# -- driving a deployment ---------------------------------------------------------------------------
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: float,
+                      capture: _Capture, run_tag: str = "", echo=None) -> list[TurnResult]:
+    """Every conversation through a fresh in-process Router with `mode`'s policy."""
+    from .router import Backend, Router
+    from .verify import logs
+
+    router = Router([Backend.from_url(u) for u in dep.prefill_urls], [Backend.from_url(u) for u in dep.decode_urls],
+                    policy=POLICY[mode], timeout_s=timeout, api_key=dep.api_key)
+    await router.start("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{router.port}/v1/chat/completions"
+    out: list[TurnResult] = []
+    try:
+        for conv in convs:
+            cid = f"{conv.id}-{mode}{run_tag}"
+            messages = conv.first_messages()
+            answer: dict = {}
+            for i, turn in enumerate(conv.turns):
+                if i:
+                    messages = next_messages(messages, answer, turn)
+                body = conv.request(messages, dep.model)
+                body.update(temperature=0, logprobs=True, top_logprobs=1, return_token_ids=True,
+                            conversation_id=cid)
+                tr = TurnResult(conv.id, i + 1, mode, prompt_hash=messages and prompt_hash(messages),
+                                expected_guard=expected_guard(turn) if mode == "c" else None)
+                mark, before, log_mark = dep.mark(), await asyncio.to_thread(dep.counters), len(capture.lines)
+                turns_before = len(router.turns)
+                t0 = time.monotonic()
+                try:
+                    r = await http11.post_json(url, body, {}, timeout)
+                    tr.status = r.status
+                    tr.guard = r.headers.get("x-vllmlint-guard")
+                    data = r.json()
+                    if r.status != 200:
+                        tr.error = json.dumps(data)[:300]
+                except (OSError, asyncio.TimeoutError, ValueError, http11.HTTPError) as err:
+                    tr.error = f"{type(err).__name__}: {err}"
+                    data = None
+                tr.seconds = time.monotonic() - t0
+                if len(router.turns) > turns_before:
+                    rt = router.turns[-1]
+                    tr.prefill_ms, tr.decode_ms = round(rt.prefill_ms, 1), round(rt.decode_ms, 1)
+                    tr.retried_without_reuse = rt.retried_without_reuse
+                if isinstance(data, dict) and tr.status == 200:
+                    answer, tr.token_ids, tr.logprobs = parse_answer(data)
+                    tr.text = answer.get("content") or ""
+                    tr.prompt_tokens = (data.get("usage") or {}).get("prompt_tokens")
+                else:
+                    answer = {"content": ""}
+                await asyncio.sleep(0.5)          # let the stats loggers catch up
+                from .verify.deployment import counter_delta
+                tr.kv = counter_delta(before, await asyncio.to_thread(dep.counters))
+                for name, text in dep.logs_since(mark).items():
+                    for row in logs.kv_metrics(text):
+                        tr.kv_log_lines.append(f"{name}: {row['line']}")
+                    for line in text.splitlines():
+                        if logs.EXC_RE.search(line) and "Warning" not in line:
+                            tr.kv_log_lines.append(f"{name}: {logs.clean(line)}"[:300])
+                tr.guard_lines = [l for l in capture.lines[log_mark:]
+                                  if l.startswith(("guard:", "unguarded:", "router: conversation", "router: render"))]
+                out.append(tr)
+                if echo:
+                    echo(f"  ({mode}) {conv.id} turn {i + 1}: {tr.status} {len(tr.token_ids or [])} tokens "
+                         f"{tr.seconds:.1f}s router={tr.guard or '-'}"
+                         + (" RETRIED-WITHOUT-REUSE" if tr.retried_without_reuse else "")
+                         + (f" ERROR {tr.error}" if tr.error else "") + f" lp={(tr.logprobs or [])[:3]}")
+                    for line in tr.guard_lines + tr.kv_log_lines:
+                        echo(f"      {line}")
+                if tr.error and not all(dep.alive().values()):
+                    return out
+    finally:
+        await router.close()
+    return out
+
+
+def run_replay(conversations: str | None, deployment_paths: Sequence[str], *, vllm: str | None = None,
+               connector: str | None = None, timeout: float = 300.0, limit: int | None = None,
+               only: Sequence[str] = (), model: str | None = None, echo=None,
+               modes: Sequence[str] = MODES) -> Replay:
+    from .verify.deployment import DeploymentError, deployment
+
+    echo = echo or (lambda s: None)
+    rep = Replay()
+    try:
+        convs = load(conversations)
+    except (OSError, ValueError) as err:
+        rep.error = f"conversations: {err}"
+        return rep
+    if only:
+        convs = [c for c in convs if c.id in set(only)]
+    if limit:
+        convs = convs[:limit]
+    if not convs:
+        rep.error = "no conversation selected"
+        return rep
+    capture = _Capture()
+    for name in ("vllmlint.guard", "vllmlint.router"):
+        lg = logging.getLogger(name)
+        lg.addHandler(capture)
+        if lg.getEffectiveLevel() > logging.INFO:
+            lg.setLevel(logging.INFO)
+    t_all = time.monotonic()
+    groups = [(False, [m for m in modes if m == "a"]), (True, [m for m in modes if m in ("b", "c")])]
+    try:
+        for bidir, group_modes in groups:
+            if not group_modes:
+                continue
+            tag = "bidirectional on" if bidir else "bidirectional off"
+            echo(f"starting the deployment ({tag})...")
+            t0 = time.monotonic()
+            try:
+                with deployment(deployment_paths, vllm=vllm, model=model, connector=connector,
+                                kv_extra={"bidirectional_kv_xfer": bidir}, prefill_args=["--enable-scale-out"],
+                                timeout=timeout, echo=echo) as dep:
+                    rep.timings[f"start ({tag})"] = time.monotonic() - t0
+                    conn = {p.get("kv_connector") for r in dep.servers for p in [r.plan.kv or {}]}
+                    rep.deployment = {"vllm": dep.vllm, "vllm_version": dep.vllm_version, "model": dep.model,
+                                      "connector": ",".join(sorted(c for c in conn if c)),
+                                      "prefill": dep.prefill_urls, "decode": dep.decode_urls,
+                                      "argv": {r.plan.name: r.plan.masked_argv() for r in dep.servers}}
+                    if bidir and not any("Nixl" in (c or "") for c in conn):
+                        rep.error = (f"bidirectional KV transfer needs NixlConnector; the deployment runs "
+                                     f"{', '.join(sorted(c for c in conn if c)) or 'no connector'} "
+                                     "(use --connector nixl)")
+                        return rep
+                    for m in group_modes:
+                        echo(f"replaying {len(convs)} conversation(s): ({m}) {MODE_NAMES[m]}")
+                        t1 = time.monotonic()
+                        rep.results[m] = asyncio.run(replay_mode(m, convs, dep, timeout, capture, echo=echo))
+                        rep.timings[f"({m}) {MODE_NAMES[m]}"] = time.monotonic() - t1
+                        dead = [n for n, ok in dep.alive().items() if not ok]
+                        if dead:
+                            rep.error = f"server(s) died during ({m}): {', '.join(dead)}"
+                            rep.error_lines = [f"{n}: {_error_line(dep, n)}" for n in dead]
+                            return rep
+            except DeploymentError as err:
+                rep.error = f"{err} ({tag})"
+                rep.error_lines = err.lines
+                return rep
+    finally:
+        rep.timings["total"] = time.monotonic() - t_all
+        for name in ("vllmlint.guard", "vllmlint.router"):
+            logging.getLogger(name).removeHandler(capture)
+    return rep
+
+
+def _error_line(dep, name: str) -> str:
+    from .verify import logs
+    r = dep.names()[name]
+    return logs.error_line(r.proc.log_text()) if r.proc else "(not started)"
