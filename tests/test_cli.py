@@ -152,3 +152,15 @@ def test_wheel_ships_rules_as_vllmlint_rules(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "vllmlint/rules/vl001_scale_out_env_removed.py" in names
     assert not any(n.startswith("rules/") for n in names)
+
+
+def test_migrate_markdown_report(tmp_path):
+    demo = tmp_path / "demo"
+    shutil.copytree(DEMO, demo)
+    report = tmp_path / "migration.md"
+    result = invoke("migrate", "--to", "0.30.0", "--report", str(report), str(demo))
+    assert result.exit_code == 0, result.output
+    text = report.read_text()
+    assert text.startswith("# vLLM migration from 0.29.0 to 0.30.0")
+    assert "## Changed" in text and "docs/rules/VL001.md" in text
+    assert f"### `{demo}/k8s/decode.yaml`" in text and "image tag `vllm/vllm-openai:v0.29.0`" in text

@@ -215,7 +215,9 @@ def _optional_target(ctx, param, value):
               help="The release the configs are written for (default: the oldest vllm/vllm-openai tag or "
                    "vllm== pin found). Every catalogued release in between is a step.")
 @click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing.")
-def migrate(paths, to_version, from_version, diff):
+@click.option("--report", "report_file", type=click.Path(dir_okay=False),
+              help="Write a Markdown summary for a pull request: per file what changed and why, what needs a human.")
+def migrate(paths, to_version, from_version, diff, report_file):
     """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
@@ -238,8 +240,10 @@ def migrate(paths, to_version, from_version, diff):
         bumps_seen.extend(bumps)
         return [b.edit for b in bumps if b.edit]
 
-    chain = run_chain(candidates, steps, post_edits)
+    with _progress(len(candidates) * max(len(steps), 1)):
+        chain = run_chain(candidates, steps, post_edits)
     outcome = chain.outcome
+    fixed_all = [f for step in chain.steps for f in step.fixed] if len(steps) > 1 else list(outcome.fixed)
     errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
     changed = outcome.changed()
     if diff:
@@ -288,7 +292,41 @@ def migrate(paths, to_version, from_version, diff):
             say("  " + text_line(f))
     for line in errors:
         click.echo(line, err=True)
+    if report_file:
+        from pathlib import Path
+
+        from .migrate import markdown_report
+
+        Path(report_file).write_text(markdown_report(to_version, from_version, changed, bumps_seen, fixed_all,
+                                                     outcome.findings, left, diff))
+        click.echo(f"Report written to {report_file}.", err=True)
     sys.exit(2 if errors else (1 if outcome.findings or left else 0))
+
+
+class _progress:
+    """A transient rich progress bar on stderr for long migrations at a terminal; else nothing."""
+
+    def __init__(self, total: int):
+        self.total, self.bar = total, None
+
+    def __enter__(self):
+        if self.total >= 200 and sys.stderr.isatty():
+            from rich.progress import Progress
+
+            from . import project
+
+            self.bar = Progress(transient=True, console=None)
+            task = self.bar.add_task("reading configs", total=None)
+            self.bar.start()
+            project.ON_FILE = lambda cand: self.bar.update(task, advance=1, description=cand.display[-60:])
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            from . import project
+
+            project.ON_FILE = None
+            self.bar.stop()
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,

@@ -169,3 +169,37 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) ->
         done.append(Step(version, list(outcome.fixed), list(outcome.findings), len(changed)))
     total = Outcome(outcome.findings, outcome.problems, outcome.project, originals, texts, fixed_all, dropped)
     return Chain(done, total)
+
+
+def markdown_report(to_version, from_version, changed, bumps, fixed, findings, left, preview: bool) -> str:
+    """A pull-request description: per file what changed and why, then what needs a human."""
+    from .docs import help_uri
+
+    def link(code: str) -> str:
+        return f"[{code}]({help_uri(code)})"
+
+    start = f" from {fmt(from_version)}" if from_version else ""
+    lines = [f"# vLLM migration{start} to {fmt(to_version)}", "",
+             f"`vllmlint migrate --to {fmt(to_version)}` {'would change' if preview else 'changed'} "
+             f"{len(changed)} file(s); {len(findings) + len(left)} item(s) need a human.", ""]
+    per_file: dict[str, list[str]] = {}
+    for b in bumps:
+        if b.edit:
+            per_file.setdefault(b.file.display, []).append(f"line {b.line}: {b.what} `{b.old}` -> `{b.new}`")
+    for f in fixed:
+        per_file.setdefault(f.file.display, []).append(f"line {f.line_col[0]}: {link(f.code)} {f.name}: {f.message}")
+    if per_file:
+        lines += ["## Changed", ""]
+        for display in sorted(per_file):
+            lines.append(f"### `{display}`")
+            lines += [f"- {item}" for item in per_file[display]]
+            lines.append("")
+    if findings or left:
+        lines += ["## Needs a human", ""]
+        for b in left:
+            lines.append(f"- `{b.file.display}:{b.line}`: {b.what} `{b.old}`: {b.why_not}")
+        for f in findings:
+            line, col = f.line_col
+            lines.append(f"- `{f.file.display}:{line}:{col}` {link(f.code)} ({f.severity}): {f.message}")
+        lines.append("")
+    return "\n".join(lines)

@@ -72,10 +72,16 @@ def parse_source(source: SourceFile) -> ParsedFile | None:
     return parse(source)
 
 
+# Called once per file read (`migrate` shows progress with it on long runs); None: silent.
+ON_FILE = None
+
+
 def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None) -> Project:
     project = Project()
     overrides = overrides or {}
     for cand in candidates:
+        if ON_FILE is not None:
+            ON_FILE(cand)
         try:
             source = read_source(cand.path, cand.display, cand.kind)
         except Unreadable as err:
