@@ -44,47 +44,42 @@ class UnknownFlag(Rule):
 
     def check(self, project):
         from vllmlint.catalogue import for_target, history, normalize
-        from vllmlint.catalogue.argv import is_vllm, options
+        from vllmlint.catalogue.argv import catalogued_options
 
         cat = for_target(self.target)
-        if cat is None:
-            return
         hist = history()
-        for launch in project.launches:
-            if not is_vllm(launch):
+        for launch, opt in catalogued_options(project, self.target):
+            m = opt.match
+            if m.kind == "exact":
                 continue
-            for opt in options(launch, cat):
-                m = opt.match
-                if m.kind == "exact":
-                    continue
-                name = normalize(opt.name)
-                where = opt.name_span() or opt.span or launch.span
-                if hist.flag_removed(name, self.target) is not None:
-                    continue                      # VL302: removed or renamed
-                if m.kind == "prefix":
-                    edit = opt.rename(m.flag)
-                    yield self.finding(
-                        launch.file, where,
-                        f"`{opt.name}` is an abbreviation of `{m.flag}`: vLLM {self.target_str} expands it, "
-                        f"but any new flag with the same prefix makes it ambiguous; write `{m.flag}`",
-                        Fix([edit], f"write {m.flag}") if edit else None, severity="warning")
-                    continue
-                if m.kind == "ambiguous":
-                    yield self.finding(
-                        launch.file, where,
-                        f"`{opt.name}` is ambiguous in vLLM {self.target_str} (it could be "
-                        f"{', '.join(f'`{c}`' for c in m.candidates)}): the server refuses to start")
-                    continue
-                added = hist.flag_added_after(name, self.target) if name.startswith("--") else None
-                if added:
-                    yield self.finding(
-                        launch.file, where,
-                        f"`{opt.name}` is new in vLLM {added}: vLLM {self.target_str} refuses to start "
-                        f"(unrecognized arguments); drop it or target {added} or later")
-                    continue
-                close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
-                hint = f"; did you mean `{close[0]}`?" if close else ""
+            name = normalize(opt.name)
+            where = opt.name_span() or opt.span or launch.span
+            if hist.flag_removed(name, self.target) is not None:
+                continue                      # VL302: removed or renamed
+            if m.kind == "prefix":
+                edit = opt.rename(m.flag)
                 yield self.finding(
                     launch.file, where,
-                    f"`{opt.name}` is not a vLLM {self.target_str} option: the server refuses to start "
-                    f"(unrecognized arguments){hint}")
+                    f"`{opt.name}` is an abbreviation of `{m.flag}`: vLLM {self.target_str} expands it, "
+                    f"but any new flag with the same prefix makes it ambiguous; write `{m.flag}`",
+                    Fix([edit], f"write {m.flag}") if edit else None, severity="warning")
+                continue
+            if m.kind == "ambiguous":
+                yield self.finding(
+                    launch.file, where,
+                    f"`{opt.name}` is ambiguous in vLLM {self.target_str} (it could be "
+                    f"{', '.join(f'`{c}`' for c in m.candidates)}): the server refuses to start")
+                continue
+            added = hist.flag_added_after(name, self.target) if name.startswith("--") else None
+            if added:
+                yield self.finding(
+                    launch.file, where,
+                    f"`{opt.name}` is new in vLLM {added}: vLLM {self.target_str} refuses to start "
+                    f"(unrecognized arguments); drop it or target {added} or later")
+                continue
+            close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            yield self.finding(
+                launch.file, where,
+                f"`{opt.name}` is not a vLLM {self.target_str} option: the server refuses to start "
+                f"(unrecognized arguments){hint}")

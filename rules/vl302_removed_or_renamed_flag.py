@@ -45,41 +45,36 @@ class RemovedOrRenamedFlag(Rule):
 
     def check(self, project):
         from vllmlint.catalogue import for_target, history, normalize
-        from vllmlint.catalogue.argv import is_vllm, options
+        from vllmlint.catalogue.argv import catalogued_options
 
         cat = for_target(self.target)
-        if cat is None:
-            return
         hist = history()
-        for launch in project.launches:
-            if not is_vllm(launch):
+        for launch, opt in catalogued_options(project, self.target):
+            if opt.match.kind == "exact" or not opt.name.startswith("--"):
                 continue
-            for opt in options(launch, cat):
-                if opt.match.kind == "exact" or not opt.name.startswith("--"):
-                    continue
-                name = normalize(opt.name)
-                gone = hist.flag_removed(name, self.target)
-                if gone is None:
-                    continue
-                where = opt.name_span() or opt.span or launch.span
-                new = self._successor(hist, cat, name, gone, self.target)
-                head = (f"`{opt.name}` was removed in vLLM {gone.removed_in} (last in {gone.last}"
-                        f"{_deprecated(gone.info.get('dep'))}): vLLM {self.target_str} ")
-                if opt.match.kind == "prefix":
-                    yield self.finding(launch.file, where, head +
-                                       f"reads it as an abbreviation of `{opt.match.flag}`, another flag"
-                                       + (f"; write `{new}`" if new else "; remove it"))
-                    continue
-                if new:
-                    edit = opt.rename(new)
-                    yield self.finding(launch.file, where,
-                                       head + f"refuses to start; it was renamed `{new}` in {self._renamed_in(hist, name)}",
-                                       Fix([edit], f"rename to {new}") if edit else None)
-                    continue
-                takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
+            name = normalize(opt.name)
+            gone = hist.flag_removed(name, self.target)
+            if gone is None:
+                continue
+            where = opt.name_span() or opt.span or launch.span
+            new = self._successor(hist, cat, name, gone, self.target)
+            head = (f"`{opt.name}` was removed in vLLM {gone.removed_in} (last in {gone.last}"
+                    f"{_deprecated(gone.info.get('dep'))}): vLLM {self.target_str} ")
+            if opt.match.kind == "prefix":
+                yield self.finding(launch.file, where, head +
+                                   f"reads it as an abbreviation of `{opt.match.flag}`, another flag"
+                                   + (f"; write `{new}`" if new else "; remove it"))
+                continue
+            if new:
+                edit = opt.rename(new)
                 yield self.finding(launch.file, where,
-                                   head + "refuses to start (unrecognized arguments); remove it"
-                                   + (" and its value" if takes else ""))
+                                   head + f"refuses to start; it was renamed `{new}` in {self._renamed_in(hist, name)}",
+                                   Fix([edit], f"rename to {new}") if edit else None)
+                continue
+            takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
+            yield self.finding(launch.file, where,
+                               head + "refuses to start (unrecognized arguments); remove it"
+                               + (" and its value" if takes else ""))
 
     @staticmethod
     def _successor(hist, cat, name, gone, target) -> str | None:

@@ -66,8 +66,24 @@ def dynamic_name(name: str) -> bool:
     return bool(PLACEHOLDER.search(name)) or name in ("-", "--")
 
 
+_CACHE: dict[tuple[int, int], tuple[Launch, Catalogue, list[Opt]]] = {}
+
+
 def options(launch: Launch, cat: Catalogue) -> list[Opt]:
-    """The option tokens of `launch`, each matched against `cat`."""
+    """The option tokens of `launch`, each matched against `cat` (computed once per launch and
+    catalogue: four rules read them)."""
+    key = (id(launch), id(cat))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is launch and hit[1] is cat:
+        return hit[2]
+    if len(_CACHE) > 4096:
+        _CACHE.clear()
+    out = _options(launch, cat)
+    _CACHE[key] = (launch, cat, out)
+    return out
+
+
+def _options(launch: Launch, cat: Catalogue) -> list[Opt]:
     out: list[Opt] = []
     argv = launch.argv
     i = launch.options_start
@@ -224,3 +240,17 @@ def flag_value(opt: Opt) -> str | None:
 
 
 __all__ = ["Opt", "JsonKey", "VLLM_KINDS", "is_vllm", "options", "json_keys", "flag_value", "normalize"]
+
+
+def catalogued_options(project, target):
+    """(launch, option) for every option of every vLLM launch, read against the target's
+    catalogue: the loop VL301, VL302 and VL305 share. Nothing when the target is not catalogued."""
+    from . import for_target
+
+    cat = for_target(target)
+    if cat is None:
+        return
+    for launch in project.launches:
+        if is_vllm(launch):
+            for opt in options(launch, cat):
+                yield launch, opt
