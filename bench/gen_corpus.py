@@ -436,7 +436,7 @@ def gen_shell(i: int, rng: random.Random) -> tuple[str, str]:
                 val = "" if v is None else (f" '{v}'" if v.startswith("{") else f" {v}")
                 lines.append(f"  {f}{val} \\")
             lines += [f"  > \"$LOG_DIR/{'prefill' if e == 0 else 'decode'}.log\" 2>&1 &",
-                      f"PIDS+=($!)", ""]
+                      "PIDS+=($!)", ""]
         lines += ["trap 'kill \"${PIDS[@]}\" 2>/dev/null || true' EXIT",
                   "for p in 8100 8200; do", "  until curl -sf \"http://localhost:${p}/health\" >/dev/null; do sleep 2; done",
                   "done", "log \"prefill and decode are up\"", "wait -n"]

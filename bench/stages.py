@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     sources = [read_source(c.path, c.display, c.kind) for c in candidates]
     rows.append(("read + decode", clock() - t, ""))
     for src in sources:
-        top = Path(src.display).relative_to(opts.corpus).parts[0] if Path(src.display).is_absolute() else src.kind
+        parts = Path(src.display).relative_to(opts.corpus).parts if Path(src.display).is_absolute() else ()
+        top = parts[0] if parts and parts[0] in gen_corpus.KINDS else src.kind
         t = clock()
         parsed = parse_source(src)
         dt = clock() - t

@@ -23,7 +23,6 @@ import shlex
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, event, given, seed, settings
 from hypothesis import strategies as st
 
@@ -126,7 +125,8 @@ def fix_and_check(tree: Path, unsafe: bool = True) -> int:
         outcome = check_and_fix(candidates, rules(), fix=True, unsafe=unsafe)
         internal = [str(p) for p in outcome.problems if "internal error" in p.reason]
         assert not internal, internal
-        assert not [d for d in outcome.dropped if "would not parse" in d] or True   # refused: reported, fine
+        if outcome.dropped:          # refused because the result would not parse: reported, never written
+            event("a fix was refused")
         errors = _write(outcome)
         assert not errors, errors
         changed = check_fix_invariants(before, snapshot(tree), recorder, kinds=kinds)
@@ -142,7 +142,7 @@ def fix_and_check(tree: Path, unsafe: bool = True) -> int:
 
 
 @seed(SEED)
-@budget(150)
+@budget(300)
 @given(seed_file, st.lists(mutation, min_size=1, max_size=4))
 def test_mutated_files_parse_or_fail_cleanly_and_fix_safely(sample, ops):
     name, text = sample
@@ -301,7 +301,7 @@ def read_back(path: Path, name: str, text: str):
 
 
 @seed(SEED)
-@budget(150)
+@budget(300)
 @given(kind=st.sampled_from(["shell", "dockerfile", "compose", "k8s", "python", "k8s-sh-c", "compose-folded"]),
        model=st.sampled_from(["m", "Qwen/Qwen3-8B", "/models/llama"]),
        options=st.lists(option, max_size=5),

@@ -369,7 +369,7 @@ def test_verify_binds_loopback_only_and_stops_only_what_it_started(tmp_path: Pat
     scratch.mkdir()
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     proc = subprocess.Popen([sys.executable, "-m", "vllmlint.cli", "verify", str(stack), "--vllm", str(fake),
-                             "--model", str(model), "--timeout", "8"], cwd=ROOT, stdout=subprocess.PIPE,
+                             "--model", str(model), "--timeout", "5"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=dict(os.environ, TMPDIR=str(scratch)))
     try:
         seen: list[str] = []
