@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the CPU of one `vllmlint check` goes, stage by stage, without a profiler's distortion.
 
-    python bench/stages.py [CORPUS] [--repeat 1]
+    python bench/stages.py [CORPUS] [--no-gc]
 
 cProfile multiplies the cost of code that makes many small calls (libcst's visitors, our tree
 walks) by up to 10x, so its shares mislead. This script runs the pipeline of `check` in-process
@@ -27,7 +27,12 @@ T0 = time.process_time()
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus", nargs="?", type=Path, default=Path(gen_corpus.DEFAULT_DEST))
+    ap.add_argument("--no-gc", action="store_true",
+                    help="run with the cyclic garbage collector off (how much of the time is GC)")
     opts = ap.parse_args(argv)
+    if opts.no_gc:
+        import gc
+        gc.disable()
     clock = time.process_time
     rows: list[tuple[str, float, str]] = []
 
@@ -97,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
 
     total = clock() - T0
     n = len(candidates)
-    print(f"## Stages of `vllmlint check` on {opts.corpus} ({n} files), process CPU time\n")
+    print(f"## Stages of `vllmlint check` on {opts.corpus} ({n} files), process CPU time"
+          f"{', garbage collector off' if opts.no_gc else ''}\n")
     print("| stage | CPU s | ms/file (of all files) | note |\n|---|---|---|---|")
     for name, dt, note in rows:
         print(f"| {name} | {dt:.3f} | {dt * 1000 / max(1, n):.3f} | {note} |")

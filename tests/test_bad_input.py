@@ -161,11 +161,11 @@ def test_yaml_alias_bomb_is_bounded(tmp_path: Path):
 
 DEEP = [
     ("yaml-flow", "deep.yaml", "a: " + "[" * 10_000 + "]" * 10_000 + "\n",
-     1, "collections nested more than 999 levels deep (line 1, column 1002)"),
+     1, "collections nested more than 999 levels deep"),
     ("yaml-block", "deep.yaml", "a:\n  " + "- " * 10_000 + "x\n",
-     2, "collections nested more than 999 levels deep (line 2, column 1999)"),
+     2, "collections nested more than 999 levels deep"),
     ("yaml-block-map", "deep.yaml", "".join(" " * i + "a:\n" for i in range(1_500)),
-     1000, "collections nested more than 999 levels deep (line 1000, column 1000)"),
+     1000, "collections nested more than 999 levels deep"),
     ("python", "deep.py", "import subprocess\nsubprocess.run(['vllm', 'serve', " + "(" * 10_000 + "'m'"
      + ")" * 10_000 + "])\n", 2, "Python code nested too deeply (more than 100 levels)"),
     ("python-and-chain", "chain.py", "import vllm\nx = " + " and ".join(["y"] * 10_000) + "\n",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..detect import detect, is_vllm_image, serve_kind
 from ..model import AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile, remove_from_run
-from .shellscan import scan_shell
+from .shellscan import SHELLS, scan_shell
 from .shell_lex import commands
 
 DIRECTIVE_RE = re.compile(r"^#\s*escape\s*=\s*(\S)", re.I)
@@ -215,13 +215,32 @@ def _line_start(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 
 
+def _shell_c(pf: ParsedFile, file: SourceFile, argv: list[Arg], context: str, group: str, stage) -> bool:
+    """`["/bin/bash", "-c", "exec vllm serve ..."]`: the launch is inside the script string."""
+    if not argv or argv[0].value.rsplit("/", 1)[-1] not in SHELLS:
+        return False
+    for i, arg in enumerate(argv[1:-1], 1):
+        if arg.value.startswith("-") and not arg.value.startswith("--") and "c" in arg.value[1:]:
+            script = argv[i + 1]
+            offs = script.offsets
+            if offs is None:
+                return False
+            scan = scan_shell(file, script.value, list(offs), context=context, group=group,
+                              inherited_env=stage.env, image=stage.image)
+            pf.launches.extend(scan.launches)
+            pf.env.extend(e for e in scan.env if e not in pf.env)
+            return bool(scan.launches)
+    return False
+
+
 def _stage_launch(pf: ParsedFile, file: SourceFile, stage: _Stage, n: int) -> None:
     context, group = f"stage {stage.name or n + 1} (FROM {stage.image})", f"{file.display}#stage{n}"
     ep, cmd = stage.entrypoint, stage.cmd
     ep_args = exec_form(ep, file) if ep else None
     cmd_args = exec_form(cmd, file) if cmd else None
     for shell_ins, shell_args in ((ep, ep_args), (cmd, cmd_args)):
-        if shell_ins is not None and shell_args is None and not (shell_ins is cmd and ep is not None):
+        # shell-form CMD runs as the command when there is no ENTRYPOINT, or an empty `ENTRYPOINT []`
+        if shell_ins is not None and shell_args is None and not (shell_ins is cmd and ep is not None and ep_args != []):
             scan = scan_shell(file, shell_ins.args, shell_ins.omap, context=context, group=group,
                               inherited_env=stage.env, image=stage.image)
             pf.launches.extend(scan.launches)
@@ -232,6 +251,8 @@ def _stage_launch(pf: ParsedFile, file: SourceFile, stage: _Stage, n: int) -> No
     site = None
     if last_list:
         site = AppendSite(file, last_list[-1].span[1], ', "{}"') if last_list[-1].span else None
+    if _shell_c(pf, file, argv, context, group, stage):
+        return
     det = detect([a.value for a in argv])
     anchor = (last_ins.start, last_ins.start) if last_ins else (stage.from_ins.start, stage.from_ins.start)
     if det:

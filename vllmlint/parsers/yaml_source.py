@@ -435,7 +435,8 @@ def compose_all(text: str) -> list[Node]:
     except yaml.MarkedYAMLError as err:
         if "maximum nesting depth" in str(err):
             line = err.problem_mark.line + 1 if err.problem_mark else 1
-            raise YamlError(line, f"YAML nested too deeply (more than {MAX_DEPTH} levels)") from None
+            # libyaml (PyYAML >= 6.0.4) stops here itself: the same verdict and words as our composer
+            raise YamlError(line, f"collections nested more than {MAX_DEPTH} levels deep") from None
         raise _from_marked(err) from None
     except yaml.reader.ReaderError as err:
         raise _from_reader(err, text) from None
@@ -529,7 +530,7 @@ def _compose_events(loader, shift: int) -> list[Node]:
             if len(stack) >= max_depth:
                 raise YamlError(
                     ev.start_mark.line + 1,
-                    f"collections nested more than {max_depth} levels deep ({_mark_str(ev.start_mark)})",
+                    f"collections nested more than {max_depth} levels deep",
                 )
             tag = ev.tag
             is_map = cls is MappingStartEvent
