@@ -22,7 +22,11 @@ class BidirectionalBehindReferenceProxy(Rule):
     parameters keyed on a client-supplied `conversation_id` and attaches them to the next turn
     without checking that the new prompt continues the old one. A client that edits history -
     a chat template that strips reasoning (Qwen3), an agent that rewrites tool calls, compaction -
-    then gets answers computed on KV of other tokens: wrong, fast, and with no error. vLLM's docs
+    then gets answers computed on KV of other tokens: wrong, fast, and with no error. It spreads:
+    the turns after the edit build on that KV, and once a reused block fills, P and D hash it
+    under the new tokens, so their prefix caches serve it to later requests with that prefix,
+    even ones that reused nothing (measured with `vllmlint replay` on vLLM 0.30.0:
+    docs/replay-results.md). vLLM's docs
     say "We currently assume the router is able to detect such mismatch across turns" (#43094,
     closed as stale); the guard proposed in PR #44838 compares text, not token ids, and was never
     merged. Before 0.33.0 streamed responses carry no `kv_transfer_params`, so the proxy (which

@@ -148,6 +148,24 @@ def test_adapt_pd_shares_storage_and_nixl_gets_cpu_buffers(tmp_path, model_dir):
     assert plans[0].env["VLLM_NIXL_SIDE_CHANNEL_PORT"] != plans[1].env["VLLM_NIXL_SIDE_CHANNEL_PORT"]
 
 
+def test_cpu_servers_of_a_unit_get_their_own_cores(tmp_path, model_dir, monkeypatch):
+    """vLLM's "auto" OpenMP binding puts every server on the same cores; verify splits them."""
+    project, _ = launches_of(FIXTURES / "pd-nixl")
+    servers = [l for l in project.launches if l.kind == "serve"]
+    for n_cores, want in ((2, ["0", "1"]), (16, ["0,1,2,3,4,5,6,7", "8,9,10,11,12,13,14,15"]), (1, ["0", "0"])):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=n_cores: set(range(n)))
+        ctx = ctx_for(tmp_path / str(n_cores), model_dir)
+        ctx.server_count = len(servers)
+        plans = [adapt(l, ctx, 43000 + i) for i, l in enumerate(servers)]
+        assert [p.env["VLLM_CPU_OMP_THREADS_BIND"] for p in plans] == want
+        assert "split between the servers" in "\n".join(plans[0].adaptations)
+    path = tmp_path / "own" / "run.sh"
+    path.parent.mkdir()
+    path.write_text("VLLM_CPU_OMP_THREADS_BIND=0-3 vllm serve m --port 8000\n")
+    [launch] = launches_of(path.parent)[0].launches
+    assert adapt(launch, ctx_for(tmp_path / "own", model_dir), 43100).env["VLLM_CPU_OMP_THREADS_BIND"] == "0-3"
+
+
 def test_resolve_static_values():
     env = {"A": "1", "B": None}
     assert resolve("${A}", env) == "1" and resolve("$A", env) == "1"

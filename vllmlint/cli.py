@@ -389,7 +389,8 @@ def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep):
               help="Run the P/D pair over this connector instead of the config's (bidirectional needs nixl).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
               help="Seconds each server may take to become healthy; also the bound on each request.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
+              help="markdown: a summary and a table, for a pull request.")
 @click.option("--limit", type=click.IntRange(min=1), help="Replay only the first N conversations.")
 @click.option("--only", multiple=True, metavar="ID", help="Replay only this conversation id (repeatable).")
 def replay(conversations, deployment_path, vllm_path, model_dir, connector, timeout, fmt, limit, only):
@@ -400,12 +401,17 @@ def replay(conversations, deployment_path, vllm_path, model_dir, connector, time
     """
     import json as _json
 
-    from .replay import render_text, run_replay
+    from .replay import render_markdown, render_text, run_replay
 
     echo = lambda s: click.echo(s, err=True)   # noqa: E731
     rep = run_replay(conversations, [deployment_path], vllm=vllm_path, connector=connector, timeout=timeout,
                      limit=limit, only=only, model=model_dir, echo=echo)
-    click.echo(_json.dumps(rep.as_dict(), indent=1) if fmt == "json" else render_text(rep))
+    if fmt == "json":
+        click.echo(_json.dumps(rep.as_dict(), indent=1))
+    elif fmt == "markdown":
+        click.echo(render_markdown(rep.as_dict()), nl=False)
+    else:
+        click.echo(render_text(rep))
     sys.exit(rep.exit_code)
 
 

@@ -11,6 +11,7 @@ the model said. Fields:
      "description": "...",
      "system": "...",                         optional system message (first in every turn)
      "tools": [...],                          optional OpenAI tool definitions, sent every turn
+                                              (with tool_choice "none" unless sampling says)
      "sampling": {"max_tokens": 16},          optional; replay adds temperature 0 itself
      "turns": [
        {"user": "first question"},                       turn 1: no `previous`
@@ -82,7 +83,11 @@ class Conversation:
         """The chat request for one turn (replay adds temperature 0, logprobs, conversation_id)."""
         body: dict[str, Any] = {"model": model, "messages": messages, **self.sampling}
         if self.tools:
+            # The declarations are rendered into every prompt; the model is never asked to call
+            # one (a random model cannot, and "auto" would need the deployment's tool parser:
+            # vLLM answers 400 without --enable-auto-tool-choice). Calls come from the script.
             body["tools"] = self.tools
+            body.setdefault("tool_choice", "none")
         return body
 
 

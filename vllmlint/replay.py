@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -139,6 +140,7 @@ class Replay:
     error: str | None = None
     error_lines: list[str] = field(default_factory=list)
     tolerance: float = TOLERANCE
+    warm_up_problems: list[str] = field(default_factory=list)   # retried, not fatal
 
     def rows(self) -> list[dict]:
         base = {(t.conversation, t.turn): t for t in self.results.get("a", [])}
@@ -183,6 +185,7 @@ class Replay:
 
     def as_dict(self) -> dict:
         return {"exit_code": self.exit_code, "error": self.error, "error_lines": self.error_lines,
+                "warm_up_problems": self.warm_up_problems,
                 "tolerance": self.tolerance, "deployment": self.deployment,
                 "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
                 "summary": self.summary() if not self.error else None, "turns": self.rows()}
@@ -235,6 +238,8 @@ def render_text(rep: Replay) -> str:
                 lines.append(f"      {g}")
             for k in t.get("kv_log_lines") or []:
                 lines.append(f"      {k}")
+    for p in rep.warm_up_problems:
+        lines.append(f"warm-up (retried): {p}")
     s = rep.summary()
     lines.append(f"(b) unguarded: {s['b']['match']}/{s['b']['turns']} turns match baseline "
                  f"({s['b']['reused']} reused D's blocks unchecked); "
@@ -243,6 +248,43 @@ def render_text(rep: Replay) -> str:
     lines.append("exit %d: %s" % (rep.exit_code, "guarded matches baseline everywhere" if rep.exit_code == 0
                                   else "guarded differs from baseline (or a turn failed)"))
     return "\n".join(lines)
+
+
+def render_markdown(report: dict) -> str:
+    """A replay report (`Replay.as_dict()`, or a saved `--format json`) as Markdown: a summary
+    and one table row per conversation turn, for a pull request or a results page."""
+    out = ["## vllmlint replay", ""]
+    if report.get("error"):
+        out.append(f"**Could not run:** {report['error']}")
+        out += [f"    {line}" for line in report.get("error_lines") or []]
+        return "\n".join(out) + "\n"
+    d = report.get("deployment") or {}
+    s = report.get("summary") or {}
+    b, c = s.get("b", {}), s.get("c", {})
+    out += [f"vLLM {d.get('vllm_version')}, connector {d.get('connector')}, model `{d.get('model')}`; "
+            f"temperature 0, a turn matches (a) when its token ids are equal and |dlogprob| <= {report.get('tolerance')}.",
+            "",
+            f"* **(b) unguarded** (bidirectional on, D's blocks reused by conversation id): "
+            f"{b.get('match')}/{b.get('turns')} turns match (a), {b.get('reused')} reused D's blocks unchecked",
+            f"* **(c) guarded** (bidirectional on, reuse only on exact token-id continuation): "
+            f"{c.get('match')}/{c.get('turns')} turns match (a), {c.get('guard_hits')} guard hits",
+            f"* exit {report.get('exit_code')}; timings: "
+            + ", ".join(f"{k} {v} s" for k, v in (report.get("timings_s") or {}).items()),
+            "", "| conversation | turn | (b) vs (a) | (c) vs (a) | guarded router | (b) s | (c) s |",
+            "|---|---:|---|---|---|---:|---:|"]
+
+    def verdict(cmp: dict | None) -> str:
+        if not cmp:
+            return "not run"
+        return "match" if cmp["match"] else f"**MISMATCH** ({cmp['why']})"
+    for row in report.get("turns") or []:
+        guard = ((row.get("c") or {}).get("guard") or "-").split("; stored=")[0]
+        secs = [f"{(row.get(m) or {}).get('seconds', '-')}" for m in ("b", "c")]
+        out.append(f"| {row['conversation']} | {row['turn']} | {verdict(row.get('b_vs_a'))} | "
+                   f"{verdict(row.get('c_vs_a'))} | {guard} | {secs[0]} | {secs[1]} |")
+    for p in report.get("warm_up_problems") or []:
+        out.append(f"\nwarm-up (retried): {p}")
+    return "\n".join(out) + "\n"
 
 
 # -- driving a deployment ---------------------------------------------------------------------------
@@ -265,6 +307,11 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
                     policy=POLICY[mode], timeout_s=timeout, api_key=dep.api_key)
     await router.start("127.0.0.1", 0)
     url = f"http://127.0.0.1:{router.port}/v1/chat/completions"
+    # Each mode gets its own prefix-cache namespace, as if on a fresh stack: stale KV that (b)
+    # reused is hashed under the *new* tokens once its block fills, and P and D then serve it to
+    # any later request with that prefix (measured: (c) turn 3 of think-01 matched (a) only
+    # with this salt). The salt is part of the first block's hash and nothing else.
+    salt = f"vllmlint-replay-{mode}{run_tag}-{secrets.token_hex(4)}"
     out: list[TurnResult] = []
     try:
         for conv in convs:
@@ -276,7 +323,7 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
                     messages = next_messages(messages, answer, turn)
                 body = conv.request(messages, dep.model)
                 body.update(temperature=0, logprobs=True, top_logprobs=1, return_token_ids=True,
-                            conversation_id=cid)
+                            conversation_id=cid, cache_salt=salt)
                 tr = TurnResult(conv.id, i + 1, mode, prompt_hash=messages and prompt_hash(messages),
                                 expected_guard=expected_guard(turn) if mode == "c" else None)
                 mark, before, log_mark = dep.mark(), await asyncio.to_thread(dep.counters), len(capture.lines)
@@ -329,6 +376,62 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
     return out
 
 
+WARM_UP_TEXT = " ".join(["the quick brown fox jumps over the lazy dog"] * 30)   # > one 128-token CPU block
+WARM_UP_TRIES = 4
+
+
+async def warm_up(dep, bidirectional: bool, timeout: float, echo=None) -> list[str]:
+    """Two unrecorded turns before the measured ones: the first NIXL handshakes (decode to
+    prefill on turn 1; prefill to decode when turn 2 reuses D's blocks) and the engines' first
+    shapes happen here. vLLM waits 5 s for a handshake reply (zmq RCVTIMEO, not configurable);
+    on a busy 2-core host a starting engine misses it, the request fails (500, or the router
+    retries without reuse) and the next request handshakes again - so each turn is retried.
+    Returns what went wrong on the way (empty: warm)."""
+    from .router import Backend, Router
+
+    echo = echo or (lambda s: None)
+    policy = "unguarded" if bidirectional else "none"
+    router = Router([Backend.from_url(u) for u in dep.prefill_urls], [Backend.from_url(u) for u in dep.decode_urls],
+                    policy=policy, timeout_s=timeout, api_key=dep.api_key)
+    await router.start("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{router.port}/v1/chat/completions"
+    problems: list[str] = []
+    messages = [{"role": "user", "content": WARM_UP_TEXT}]
+    cid = f"warm-up-{secrets.token_hex(4)}"
+    try:
+        for n in (1, 2) if bidirectional else (1,):
+            for attempt in range(1, WARM_UP_TRIES + 1):
+                body = {"model": dep.model, "messages": messages, "max_tokens": 16, "temperature": 0,
+                        "logprobs": True, "top_logprobs": 1, "return_token_ids": True,   # as the turns ask
+                        "conversation_id": cid, "cache_salt": f"vllmlint-warm-up-{secrets.token_hex(4)}"}
+                t0 = time.monotonic()
+                try:
+                    r = await http11.post_json(url, body, {}, timeout)
+                    status, data = r.status, r.json()
+                except (OSError, asyncio.TimeoutError, ValueError, http11.HTTPError) as err:
+                    status, data = 0, {"error": f"{type(err).__name__}: {err}"}
+                retried = bool(router.turns) and router.turns[-1].retried_without_reuse
+                ok = status == 200 and not (n == 2 and retried)
+                echo(f"  warm-up turn {n} (try {attempt}): {status} {time.monotonic() - t0:.1f}s"
+                     + (" (prefill could not read D's blocks; retried without them)" if retried and n == 2 else ""))
+                if ok:
+                    if n == 1:
+                        answer, _, _ = parse_answer(data)
+                        messages = messages + [{"role": "assistant", "content": answer.get("content") or ""},
+                                               {"role": "user", "content": "Again."}]
+                    break
+                problems.append(f"warm-up turn {n} try {attempt}: "
+                                + ("reuse failed" if status == 200 else f"{status} {json.dumps(data)[:200]}"))
+                if not all(dep.alive().values()):
+                    return problems
+                await asyncio.sleep(2)
+            else:
+                return problems
+    finally:
+        await router.close()
+    return problems
+
+
 def run_replay(conversations: str | None, deployment_paths: Sequence[str], *, vllm: str | None = None,
                connector: str | None = None, timeout: float = 300.0, limit: int | None = None,
                only: Sequence[str] = (), model: str | None = None, echo=None,
@@ -379,6 +482,10 @@ def run_replay(conversations: str | None, deployment_paths: Sequence[str], *, vl
                                      f"{', '.join(sorted(c for c in conn if c)) or 'no connector'} "
                                      "(use --connector nixl)")
                         return rep
+                    t1 = time.monotonic()
+                    problems = asyncio.run(warm_up(dep, bidir, timeout, echo))
+                    rep.timings[f"warm-up ({tag})"] = time.monotonic() - t1
+                    rep.warm_up_problems += [f"{p} ({tag})" for p in problems]
                     for m in group_modes:
                         echo(f"replaying {len(convs)} conversation(s): ({m}) {MODE_NAMES[m]}")
                         t1 = time.monotonic()

@@ -92,6 +92,8 @@ class UnitContext:
     storage: dict[str, Path] = field(default_factory=dict)       # original path -> temp path
     decoders: set[int] = field(default_factory=set)              # id(launch) of P/D consumers
     connector: str | None = None       # run P/D pairs over this connector instead: example | nixl
+    server_count: int = 0              # servers in the unit (0: unknown)
+    cores_given: int = 0               # CPU hosts: servers given their cores so far
 
     def storage_for(self, original: str) -> Path:
         if original not in self.storage:
@@ -398,6 +400,14 @@ def adapt(launch: Launch, ctx: UnitContext, port: int) -> ServerPlan:
             if config_env.get(name) != value:
                 notes.append(f"env {name}={config_env.get(name, '(default)')} -> {value}")
             config_env[name] = value
+    if ctx.cpu and "VLLM_CPU_OMP_THREADS_BIND" not in config_env:
+        # vLLM's "auto" binding gives every server the same cores with spinning OpenMP threads;
+        # two engines on one small host then starve each other (and NIXL's progress threads):
+        # measured on 2 cores, 16-token turns took 10-200 s, and 0.3-3 s once split.
+        cores = _next_cores(ctx)
+        if cores is not None:
+            config_env["VLLM_CPU_OMP_THREADS_BIND"] = cores
+            notes.append(f"env VLLM_CPU_OMP_THREADS_BIND={cores} added (the host's cores split between the servers)")
     if id(launch) in ctx.decoders and "VLLM_LOG_STATS_INTERVAL" not in config_env:
         config_env["VLLM_LOG_STATS_INTERVAL"] = "2"
         notes.append("env VLLM_LOG_STATS_INTERVAL=2 added (the `KV Transfer metrics` line comes sooner)")
@@ -406,6 +416,22 @@ def adapt(launch: Launch, ctx: UnitContext, port: int) -> ServerPlan:
     cfg_role = (kv or {}).get("kv_role")
     return ServerPlan(launch, launch_name(launch), kind, prefix + out, env, config_env, notes, port,
                       launch.port, served_name, api_key, kv, cfg_role, (kv or {}).get("kv_connector"))
+
+
+def _next_cores(ctx: UnitContext) -> str | None:
+    """This server's share of the host's cores ("3" or "4,5,6"): an equal slice each, one core
+    each (in turn) when there are more servers than cores."""
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    if not cores:
+        return None
+    share = max(1, len(cores) // max(1, ctx.server_count))
+    i = ctx.cores_given
+    ctx.cores_given += 1
+    mine = cores[i * share:(i + 1) * share] if share > 1 else []
+    return ",".join(str(c) for c in mine) if mine else str(cores[i % len(cores)])
 
 
 def _port() -> int:

@@ -99,15 +99,7 @@ class Deployment:
 
 
 def parse_counters(text: str) -> dict[str, float]:
-    found: dict[str, float] = {}
-    for line in text.splitlines():
-        m = COUNTER_RE.match(line.strip())
-        if m:
-            try:
-                found[m.group(1)] = found.get(m.group(1), 0.0) + float(m.group(2))
-            except ValueError:
-                pass
-    return found
+    return logs.prometheus_sums(text, COUNTER_RE)
 
 
 def counter_delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> dict[str, dict]:
@@ -197,6 +189,7 @@ def deployment(paths: Sequence[str], *, vllm: str | None = None, model: str | No
             if graph.role(l) in (ROLE_CONSUMER, ROLE_BOTH):
                 ctx.decoders.add(id(l))
         plans = []
+        ctx.server_count = len(servers)
         for l in servers:
             port = free_port()
             ctx.ports[id(l)] = port

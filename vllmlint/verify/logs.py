@@ -77,17 +77,24 @@ def summarize_metrics(rows: list[dict]) -> dict | None:
 PROM_RE = re.compile(r"^(vllm:nixl_(?:xfer_time_seconds|bytes_transferred|num_failed_transfers)(?:_count|_sum|_total)?)(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$")
 
 
-def nixl_prometheus(text: str) -> dict[str, float]:
-    """NixlConnector's transfer counters in a /metrics page, summed over label sets."""
+def prometheus_sums(text: str, pattern: re.Pattern | None = None) -> dict[str, float]:
+    """The samples of a /metrics page whose line `pattern` matches (group 1 the name, group 2 the
+    value), summed over label sets. Default: NixlConnector's transfer counters."""
+    pattern = pattern or PROM_RE
     found: dict[str, float] = {}
     for line in text.splitlines():
-        m = PROM_RE.match(line.strip())
+        m = pattern.match(line.strip())
         if m:
             try:
                 found[m.group(1)] = found.get(m.group(1), 0.0) + float(m.group(2))
             except ValueError:
                 pass
     return found
+
+
+def nixl_prometheus(text: str) -> dict[str, float]:
+    """NixlConnector's transfer counters in a /metrics page, summed over label sets."""
+    return prometheus_sums(text, PROM_RE)
 
 
 def nixl_delta(before: dict[str, float], after: dict[str, float]) -> dict | None:

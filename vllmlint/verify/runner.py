@@ -284,6 +284,7 @@ class UnitRun:
             if self.graph.role(l) in (ROLE_CONSUMER, ROLE_BOTH):
                 self.ctx.decoders.add(id(l))
         plans = []
+        self.ctx.server_count = len(servers)
         for l in servers:
             port = free_port()
             self.ctx.ports[id(l)] = port

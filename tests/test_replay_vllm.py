@@ -1,0 +1,96 @@
+"""`vllmlint replay` on a real vLLM 0.30.0 P/D pair over NixlConnector (CPU build, nixl 1.5.1).
+
+The issue's claim, shown on the real engines: with `bidirectional_kv_xfer` on, a client that
+edits its history gets a different answer when the router reuses decode's blocks by
+conversation id alone (mode b), and the same answer as the mode-off run (a) behind the guarded
+router (c), whose log says why it missed. Exact continuations reuse D's blocks (guard hits) and
+still answer as (a).
+
+Two conversations, three turns each: exact-01 (verbatim history) and think-01 (turn 2 strips
+the reasoning). About 4-5 minutes on 2 cores (two starts of the pair, ~35 s each; the first
+request of each start ~50 s, oneDNN's first shapes; later turns 0.3-3 s). In CI (CI=true) a
+missing vLLM or nixl fails rather than skips: .ci/run installs both.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllmlint.verify.locate import NotFound, find_vllm, python_of
+
+ROOT = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="module")
+def vllm_with_nixl() -> Path:
+    try:
+        exe = find_vllm(None)
+    except NotFound as err:
+        if IN_CI:
+            pytest.fail(f"CI needs a real vLLM for this test: {err}")
+        pytest.skip(f"no vLLM 0.30.0 here ({err})")
+    if subprocess.run([python_of(exe), "-c", "import nixl"], capture_output=True).returncode != 0:
+        msg = "nixl is not installed next to vLLM (VLLMLINT_WITH_NIXL=1 bash scripts/install_vllm_cpu.sh)"
+        if IN_CI:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def report(vllm_with_nixl) -> dict:
+    argv = [sys.executable, "-m", "vllmlint", "replay", "--deployment", str(ROOT / "fixtures/verify/pd-nixl"),
+            "--vllm", str(vllm_with_nixl), "--only", "exact-01", "--only", "think-01",
+            "--format", "json", "--timeout", "600"]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=2400, cwd=ROOT)
+    try:
+        rep = json.loads(res.stdout)
+    except ValueError:
+        raise AssertionError(f"no JSON report (exit {res.returncode}):\n{res.stdout}\n{res.stderr}") from None
+    print(json.dumps({k: v for k, v in rep.items() if k != "turns"}, indent=1))
+    print(res.stderr[-6000:])                 # the per-turn progress lines, shown when a test fails
+    assert rep["error"] is None, rep["error_lines"]
+    rep["_exit"] = res.returncode
+    return rep
+
+
+def turn(rep: dict, conv: str, n: int) -> dict:
+    return next(r for r in rep["turns"] if r["conversation"] == conv and r["turn"] == n)
+
+
+def test_every_turn_answers_on_nixl_with_bidirectional_transfer(report):
+    assert report["deployment"]["connector"] == "NixlConnector"
+    assert len(report["turns"]) == 6
+    for row in report["turns"]:
+        for m in ("a", "b", "c"):
+            assert row[m]["status"] == 200 and len(row[m]["token_ids"]) == 16, (m, row[m])
+
+
+def test_edited_history_differs_unguarded_and_matches_guarded(report):
+    row = turn(report, "think-01", 2)
+    # (b) reused D's blocks for a history that no longer continues them: wrong, and no error
+    assert row["b"]["guard"].startswith("hit")
+    assert row["b_vs_a"]["same_prompt"] and not row["b_vs_a"]["match"], row["b_vs_a"]
+    # (c) refused them and said why; the answer is the mode-off answer
+    assert row["c"]["guard"].startswith("miss; reason=edited-history")
+    assert any("reason=edited-history at token" in line for line in row["c"]["guard_lines"]), row["c"]["guard_lines"]
+    assert row["c_vs_a"]["match"], row["c_vs_a"]
+
+
+def test_exact_continuations_hit_and_match(report):
+    for n in (2, 3):
+        row = turn(report, "exact-01", n)
+        assert row["c"]["guard"].startswith("hit"), row["c"]["guard"]
+        assert row["c_vs_a"]["match"] and row["b_vs_a"]["match"], (row["b_vs_a"], row["c_vs_a"])
+    summary = report["summary"]
+    assert summary["c"]["guard_hits"] >= 2 and summary["c"]["mismatch"] == 0
+
+
+def test_exit_0_because_guarded_matches_everywhere(report):
+    assert report["exit_code"] == report["_exit"] == 0
