@@ -7,7 +7,6 @@ is `vllmlint replay`'s job (verify's machinery); here only the router's decision
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 
 import pytest

@@ -7,13 +7,12 @@ renderer, and checks the decision: only an exact token continuation may reuse D'
 """
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 
 import pytest
 
-from guard_sequences import (IDS, IM_END, Q1, Q2, SYSTEM, d_params, encode, next_prompt, render, sample,
+from guard_sequences import (IDS, IM_END, Q1, Q2, SYSTEM, d_params, encode, next_prompt, render,
                              turn)
 from vllmlint.guard import (DEFAULT_TTL_S, EDITED, EXPIRED, HIT, MODEL_CHANGED, NO_ENTRY, NO_NEW_TOKENS,
                             UNRENDERED, ContinuationGuard, Decision, NoReuse, NotStorable, UnguardedReuse,

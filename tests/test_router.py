@@ -10,7 +10,6 @@ real-stack check lives in `vllmlint replay` (verify's machinery), which drives t
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import logging
 
@@ -379,7 +378,6 @@ def test_cli_router_help_is_the_routers():
 
 def test_python_m_vllmlint_router_serves_health(tmp_path):
     """The module entry point starts, answers /health and stops on SIGTERM."""
-    import os
     import signal
     import socket
     import subprocess

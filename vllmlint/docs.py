@@ -13,7 +13,7 @@ def rule_page(cls) -> str:
     sections = cls.doc_sections()
     summary = cls.doc().splitlines()[0].strip()
     lines = [f"# {cls.code} `{cls.name}`", "", summary, "",
-             f"| severity | fix | vLLM versions |", "|---|---|---|",
+             "| severity | fix | vLLM versions |", "|---|---|---|",
              f"| {cls.severity} | {cls.fix} | {cls.versions()} |", ""]
     for title in ("What it does", "Why", "Example", "Fix safety"):
         lines += [f"## {title}", "", sections.get(title, "").strip(), ""]

@@ -13,7 +13,7 @@ import yaml
 from ..detect import detect, is_vllm_image, serve_kind
 from ..model import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef, SourceFile,
                      normalize_flag)
-from .shellscan import SHELLS, Shift, basename, scan_shell, split_words
+from .shellscan import SHELLS, basename, scan_shell, split_words
 from .yaml_edit import append_site, remove_item
 from .yaml_edit import content_end as yaml_edit_end
 from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
