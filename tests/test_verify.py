@@ -428,3 +428,13 @@ def test_servers_do_not_outlive_a_killed_verify(tmp_path, fake_vllm, model_dir):
         assert_all_gone(pids)
     finally:
         proc.kill()
+
+
+def test_a_missed_nixl_handshake_is_recognised_in_the_log():
+    line = ("(Worker pid=14510) ERROR 11-29 12:26:57 [base_worker.py:1175] NIXL transfer failure: "
+            "handshake_setup_failed | Context: {'remote_engine_id': 'e1'}")
+    assert logs.handshake_failure("INFO ok\n" + line + "\nTraceback ...") == \
+        "NIXL transfer failure: handshake_setup_failed"
+    assert logs.handshake_failure("NIXL transfer failure: handshake_failed | Context: {}") == \
+        "NIXL transfer failure: handshake_failed"
+    assert logs.handshake_failure("NIXL transfer failure: transfer_failed | Context: {}") is None

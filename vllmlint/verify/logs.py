@@ -13,6 +13,16 @@ METRICS_RE = re.compile(r"KV Transfer metrics: (.*)$")
 INJECT_RE = re.compile(r"Inject KV cache of (\d+) tokens")
 
 
+HANDSHAKE_RE = re.compile(r"NIXL transfer failure: (handshake_\w*failed)[^|]*")
+
+
+def handshake_failure(text: str) -> str | None:
+    """NixlConnector's `NIXL transfer failure: handshake_setup_failed | Context: ...` (or
+    `handshake_failed`) in a log excerpt, cut to its reason; None when there is none."""
+    m = HANDSHAKE_RE.search(text)
+    return m.group(0).strip() if m else None
+
+
 def clean(line: str) -> str:
     return PREFIX_RE.sub("", line.strip()).strip()
 

@@ -27,6 +27,7 @@ from .procs import Proc, Supervisor, free_port
 from .router import BuiltinRouter, find_script, proxy_argv, wait_port
 
 EXIT_OK, EXIT_PROBE, EXIT_START = 0, 1, 2
+PD_TRIES = 3              # P/D probe attempts when NIXL's first handshake is missed
 PD_PROMPT = " ".join(["the quick brown fox jumps over the lazy dog"] * 30)   # > 128 tokens (CPU block)
 RENDER_PATHS = ("/render", "/derender")
 GENERATE_PATH = "/inference/v1/generate"
@@ -512,11 +513,27 @@ class UnitRun:
         prom_before = self._prometheus(decode)
         model = self._model_name(decode)
         body = {"model": model, "prompt": PD_PROMPT, "max_tokens": 8, "temperature": 0, "ignore_eos": True}
-        reply = http.post(url + "/v1/completions", body, self.timeout, _auth(decode.plan))
+        retried = []
+        for attempt in range(1, PD_TRIES + 1):
+            log_mark = {r.plan.name: len(r.proc.log_text()) if r.proc else 0 for r in (prod[0], decode)}
+            reply = http.post(url + "/v1/completions", body, self.timeout, _auth(decode.plan))
+            if reply.status == 200 or attempt == PD_TRIES:
+                break
+            # NixlConnector gives the first handshake 5 s (zmq RCVTIMEO, fixed); an engine that
+            # is still warming up on a busy host misses it, the request fails, and the next one
+            # handshakes again. Retry only when a log says so; any other failure stands.
+            missed = [line for r in (prod[0], decode) if r.proc
+                      for line in [logs.handshake_failure(r.proc.log_text()[log_mark[r.plan.name]:])] if line]
+            if not missed:
+                break
+            retried.append(f"try {attempt}: {reply.status}, {missed[0]}")
+            time.sleep(2)
         data = reply.json() if reply.status == 200 else None
         ok = bool(data and data.get("choices"))
         evidence = (f"{(data.get('usage') or {}).get('prompt_tokens')} prompt tokens, "
                     f"{(data.get('usage') or {}).get('completion_tokens')} generated" if ok else reply.snippet())
+        if retried:
+            evidence += "; retried after a missed NIXL handshake (" + "; ".join(retried) + ")"
         kv = self._transfer_evidence(decode, mark, stored_before, prom_before)
         self.result.kv_transfer = kv
         if ok and kv.get("loaded") is False:
