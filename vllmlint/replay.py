@@ -297,16 +297,23 @@ class _Capture(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+async def _start_router(dep, policy: str, timeout: float):
+    """An in-process `vllmlint.router.Router` with `policy` in front of `dep`, on a free
+    127.0.0.1 port: (router, its chat completions URL)."""
+    from .router import Backend, Router
+
+    router = Router([Backend.from_url(u) for u in dep.prefill_urls], [Backend.from_url(u) for u in dep.decode_urls],
+                    policy=policy, timeout_s=timeout, api_key=dep.api_key)
+    await router.start("127.0.0.1", 0)
+    return router, f"http://127.0.0.1:{router.port}/v1/chat/completions"
+
+
 async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: float,
                       capture: _Capture, run_tag: str = "", echo=None) -> list[TurnResult]:
     """Every conversation through a fresh in-process Router with `mode`'s policy."""
-    from .router import Backend, Router
     from .verify import logs
 
-    router = Router([Backend.from_url(u) for u in dep.prefill_urls], [Backend.from_url(u) for u in dep.decode_urls],
-                    policy=POLICY[mode], timeout_s=timeout, api_key=dep.api_key)
-    await router.start("127.0.0.1", 0)
-    url = f"http://127.0.0.1:{router.port}/v1/chat/completions"
+    router, url = await _start_router(dep, POLICY[mode], timeout)
     # Each mode gets its own prefix-cache namespace, as if on a fresh stack: stale KV that (b)
     # reused is hashed under the *new* tokens once its block fills, and P and D then serve it to
     # any later request with that prefix (measured: (c) turn 3 of think-01 matched (a) only
@@ -376,7 +383,6 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
     return out
 
 
-WARM_UP_TEXT = " ".join(["the quick brown fox jumps over the lazy dog"] * 30)   # > one 128-token CPU block
 WARM_UP_TRIES = 4
 
 
@@ -387,16 +393,12 @@ async def warm_up(dep, bidirectional: bool, timeout: float, echo=None) -> list[s
     on a busy 2-core host a starting engine misses it, the request fails (500, or the router
     retries without reuse) and the next request handshakes again - so each turn is retried.
     Returns what went wrong on the way (empty: warm)."""
-    from .router import Backend, Router
+    from .verify.runner import PD_PROMPT      # > one 128-token CPU block
 
     echo = echo or (lambda s: None)
-    policy = "unguarded" if bidirectional else "none"
-    router = Router([Backend.from_url(u) for u in dep.prefill_urls], [Backend.from_url(u) for u in dep.decode_urls],
-                    policy=policy, timeout_s=timeout, api_key=dep.api_key)
-    await router.start("127.0.0.1", 0)
-    url = f"http://127.0.0.1:{router.port}/v1/chat/completions"
+    router, url = await _start_router(dep, "unguarded" if bidirectional else "none", timeout)
     problems: list[str] = []
-    messages = [{"role": "user", "content": WARM_UP_TEXT}]
+    messages = [{"role": "user", "content": PD_PROMPT}]
     cid = f"warm-up-{secrets.token_hex(4)}"
     try:
         for n in (1, 2) if bidirectional else (1,):

@@ -244,7 +244,8 @@ __all__ = ["Opt", "JsonKey", "VLLM_KINDS", "is_vllm", "options", "json_keys", "f
 
 def catalogued_options(project, target):
     """(launch, option) for every option of every vLLM launch, read against the target's
-    catalogue: the loop VL301, VL302 and VL305 share. Nothing when the target is not catalogued."""
+    catalogue: the loop VL301 and VL302 share (VL304 and VL305 also check each launch as a whole,
+    so they walk the launches themselves). Nothing when the target is not catalogued."""
     from . import for_target
 
     cat = for_target(target)

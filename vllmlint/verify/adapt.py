@@ -430,7 +430,7 @@ def _next_cores(ctx: UnitContext) -> str | None:
     share = max(1, len(cores) // max(1, ctx.server_count))
     i = ctx.cores_given
     ctx.cores_given += 1
-    mine = cores[i * share:(i + 1) * share] if share > 1 else []
+    mine = cores[i * share:(i + 1) * share]
     return ",".join(str(c) for c in mine) if mine else str(cores[i % len(cores)])
 
 

@@ -87,10 +87,9 @@ def summarize_metrics(rows: list[dict]) -> dict | None:
 PROM_RE = re.compile(r"^(vllm:nixl_(?:xfer_time_seconds|bytes_transferred|num_failed_transfers)(?:_count|_sum|_total)?)(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$")
 
 
-def prometheus_sums(text: str, pattern: re.Pattern | None = None) -> dict[str, float]:
+def prometheus_sums(text: str, pattern: re.Pattern) -> dict[str, float]:
     """The samples of a /metrics page whose line `pattern` matches (group 1 the name, group 2 the
-    value), summed over label sets. Default: NixlConnector's transfer counters."""
-    pattern = pattern or PROM_RE
+    value), summed over label sets."""
     found: dict[str, float] = {}
     for line in text.splitlines():
         m = pattern.match(line.strip())
