@@ -14,49 +14,23 @@ missing vLLM or nixl fails rather than skips: .ci/run installs both.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from vllmlint.verify.locate import NotFound, find_vllm, python_of
-
-ROOT = Path(__file__).resolve().parent.parent
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+from real_vllm import ROOT, require_nixl, run_json, vllm_or_skip
 
 
 @pytest.fixture(scope="module")
-def vllm_with_nixl() -> Path:
-    try:
-        exe = find_vllm(None)
-    except NotFound as err:
-        if IN_CI:
-            pytest.fail(f"CI needs a real vLLM for this test: {err}")
-        pytest.skip(f"no vLLM 0.30.0 here ({err})")
-    if subprocess.run([python_of(exe), "-c", "import nixl"], capture_output=True).returncode != 0:
-        msg = "nixl is not installed next to vLLM (VLLMLINT_WITH_NIXL=1 bash scripts/install_vllm_cpu.sh)"
-        if IN_CI:
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return exe
-
-
-@pytest.fixture(scope="module")
-def report(vllm_with_nixl) -> dict:
-    argv = [sys.executable, "-m", "vllmlint", "replay", "--deployment", str(ROOT / "fixtures/verify/pd-nixl"),
-            "--vllm", str(vllm_with_nixl), "--only", "exact-01", "--only", "think-01",
-            "--format", "json", "--timeout", "600"]
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=2400, cwd=ROOT)
-    try:
-        rep = json.loads(res.stdout)
-    except ValueError:
-        raise AssertionError(f"no JSON report (exit {res.returncode}):\n{res.stdout}\n{res.stderr}") from None
+def report() -> dict:
+    vllm = vllm_or_skip()
+    require_nixl(vllm)
+    code, rep, stderr = run_json(["replay", "--deployment", str(ROOT / "fixtures/verify/pd-nixl"),
+                                  "--vllm", str(vllm), "--only", "exact-01", "--only", "think-01",
+                                  "--format", "json", "--timeout", "600"], timeout=2400)
     print(json.dumps({k: v for k, v in rep.items() if k != "turns"}, indent=1))
-    print(res.stderr[-6000:])                 # the per-turn progress lines, shown when a test fails
+    print(stderr[-6000:])                     # the per-turn progress lines, shown when a test fails
     assert rep["error"] is None, rep["error_lines"]
-    rep["_exit"] = res.returncode
+    rep["_exit"] = code
     return rep
 
 

