@@ -1641,6 +1641,16 @@ def _ordered(entry: dict) -> dict:
     return {k: entry[k] for k in order if k in entry and entry[k] not in (None, [], {})}
 
 
+def _write_table(out: io.StringIO, key: str, table: dict, comma: str) -> None:
+    """`"key": {` then one compact entry a line, then `}` (small diffs between releases)."""
+    out.write(f"{json.dumps(key)}: {{\n")
+    sub = list(table.items())
+    for j, (k, v) in enumerate(sub):
+        out.write(f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False, separators=(',', ':'))}"
+                  f"{',' if j + 1 < len(sub) else ''}\n")
+    out.write(f"}}{comma}\n")
+
+
 def dumps(cat: dict) -> str:
     """Compact JSON, one entry a line under the big tables (small diffs between releases)."""
     out = io.StringIO()
@@ -1649,12 +1659,7 @@ def dumps(cat: dict) -> str:
     for i, (key, value) in enumerate(items):
         comma = "," if i + 1 < len(items) else ""
         if isinstance(value, dict) and key in ("flags", "env", "env_adhoc", "deprecated_modules") and value:
-            out.write(f"{json.dumps(key)}: {{\n")
-            sub = list(value.items())
-            for j, (k, v) in enumerate(sub):
-                out.write(f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False, separators=(',', ':'))}"
-                          f"{',' if j + 1 < len(sub) else ''}\n")
-            out.write(f"}}{comma}\n")
+            _write_table(out, key, value, comma)
         elif key == "json" and value:
             out.write(f"{json.dumps(key)}: {{\n")
             sub = list(value.items())
@@ -1757,12 +1762,7 @@ def dumps_index(index: dict) -> str:
     for i, (key, value) in enumerate(items):
         comma = "," if i + 1 < len(items) else ""
         if isinstance(value, dict) and value:
-            out.write(f"{json.dumps(key)}: {{\n")
-            sub = list(value.items())
-            for j, (k, v) in enumerate(sub):
-                out.write(f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False, separators=(',', ':'))}"
-                          f"{',' if j + 1 < len(sub) else ''}\n")
-            out.write(f"}}{comma}\n")
+            _write_table(out, key, value, comma)
         else:
             out.write(f"{json.dumps(key)}: {json.dumps(value, separators=(',', ':'))}{comma}\n")
     out.write("}\n")
