@@ -39,14 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     t = clock()
     import click  # noqa: F401  - what the CLI pays before anything else
     import yaml  # noqa: F401
-    from vllmlint.discovery import discover
-    from vllmlint.engine import analyse
-    from vllmlint.graph import graph_of
-    from vllmlint.project import Project, link, parse_source
-    from vllmlint.registry import selected_rules
-    from vllmlint.report import render
-    from vllmlint.sources import read_source
-    from vllmlint.versions import parse_version
+    from vllmlint.lint.discovery import discover
+    from vllmlint.lint.engine import analyse
+    from vllmlint.lint.graph import graph_of
+    from vllmlint.lint.project import Project, link, parse_source
+    from vllmlint.lint.registry import selected_rules
+    from vllmlint.lint.report import render
+    from vllmlint.lint.sources import read_source
+    from vllmlint.knowledge.versions import parse_version
     rows.append(("import click, yaml, vllmlint core", clock() - t, ""))
 
     t = clock()

@@ -1,5 +1,5 @@
-from vllmlint.model import API_SERVER, RENDER, SERVE, TOKENS_ONLY, Fix
-from vllmlint.registry import Rule
+from vllmlint.model.launch import API_SERVER, RENDER, SERVE, TOKENS_ONLY, Fix
+from vllmlint.lint.registry import Rule
 
 ENV_NAME = "VLLM_ENABLE_SCALE_OUT_ENDPOINTS"
 FLAG = "--enable-scale-out"

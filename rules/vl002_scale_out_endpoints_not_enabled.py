@@ -1,6 +1,6 @@
-from vllmlint.graph import graph_of
-from vllmlint.model import API_SERVER, SERVE, Fix
-from vllmlint.registry import Rule
+from vllmlint.lint.graph import graph_of
+from vllmlint.model.launch import API_SERVER, SERVE, Fix
+from vllmlint.lint.registry import Rule
 
 FLAG = "--enable-scale-out"
 

@@ -1,6 +1,6 @@
-from vllmlint.graph import graph_of
-from vllmlint.registry import Rule
-from vllmlint.versions import parse_version
+from vllmlint.lint.graph import graph_of
+from vllmlint.lint.registry import Rule
+from vllmlint.knowledge.versions import parse_version
 
 STREAMED_PARAMS = parse_version("0.33.0")   # first release whose streamed chunks carry kv_transfer_params
 

@@ -1,8 +1,8 @@
-from vllmlint.graph import graph_of
-from vllmlint.kvcatalogue import FAILURE_POLICIES
-from vllmlint.kvconfig import move_member_edits
-from vllmlint.model import Fix
-from vllmlint.registry import Rule
+from vllmlint.lint.graph import graph_of
+from vllmlint.knowledge.kvcatalogue import FAILURE_POLICIES
+from vllmlint.model.kvconfig import move_member_edits
+from vllmlint.model.launch import Fix
+from vllmlint.lint.registry import Rule
 
 KEY = "kv_load_failure_policy"
 

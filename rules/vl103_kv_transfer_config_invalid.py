@@ -1,9 +1,9 @@
 import difflib
 
-from vllmlint.graph import graph_of
-from vllmlint.kvcatalogue import KV_FIELDS, KV_ROLES, connectors, kv_fields, removed_in
-from vllmlint.kvconfig import NIXL, truthy
-from vllmlint.registry import Rule
+from vllmlint.lint.graph import graph_of
+from vllmlint.knowledge.kvcatalogue import KV_FIELDS, KV_ROLES, connectors, kv_fields, removed_in
+from vllmlint.model.kvconfig import NIXL, truthy
+from vllmlint.lint.registry import Rule
 
 
 class KvTransferConfigInvalid(Rule):

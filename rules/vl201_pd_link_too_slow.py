@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from vllmlint.graph import graph_of
-from vllmlint.registry import Rule
-from vllmlint.topology import Link, dtype_bytes, estimate, find_geometry, parse_cuda_visible_devices, parse_topology
+from vllmlint.lint.graph import graph_of
+from vllmlint.lint.registry import Rule
+from vllmlint.knowledge.topology import Link, dtype_bytes, estimate, find_geometry, parse_cuda_visible_devices, parse_topology
 
 DEFAULT_PROMPT_TOKENS = 8192
 RDMA_HINTS = ("rdma/", "roce", "infiniband", "ucx_tls", "nccl_ib", "libfabric", "efa", "mlx5",

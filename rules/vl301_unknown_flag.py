@@ -1,5 +1,5 @@
-from vllmlint.model import Fix
-from vllmlint.registry import Rule
+from vllmlint.model.launch import Fix
+from vllmlint.lint.registry import Rule
 
 
 class UnknownFlag(Rule):
@@ -43,8 +43,8 @@ class UnknownFlag(Rule):
     fix = "sometimes"
 
     def check(self, project):
-        from vllmlint.catalogue import for_target, history, normalize
-        from vllmlint.catalogue.argv import catalogued_options
+        from vllmlint.knowledge.catalogue import for_target, history, normalize
+        from vllmlint.knowledge.catalogue.argv import catalogued_options
 
         cat = for_target(self.target)
         hist = history()

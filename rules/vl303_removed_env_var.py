@@ -1,7 +1,7 @@
 import re
 
-from vllmlint.model import PROXY, Edit, Fix
-from vllmlint.registry import Rule
+from vllmlint.model.launch import PROXY, Edit, Fix
+from vllmlint.lint.registry import Rule
 
 HANDLED_ELSEWHERE = {"VLLM_ENABLE_SCALE_OUT_ENDPOINTS"}      # VL001
 VLLM_IMAGE_TEXT = re.compile(r"vllm/vllm-(?:openai|tpu|cpu|rocm)\b|\bvllm-openai:")
@@ -63,8 +63,8 @@ class RemovedEnvVar(Rule):
     fix = "sometimes"
 
     def check(self, project):
-        from vllmlint.catalogue import for_target, history, versions
-        from vllmlint.catalogue.argv import is_vllm
+        from vllmlint.knowledge.catalogue import for_target, history, versions
+        from vllmlint.knowledge.catalogue.argv import is_vllm
 
         cat = for_target(self.target)
         if cat is None:
@@ -109,7 +109,7 @@ class RemovedEnvVar(Rule):
 
     # -- a variable an earlier release read --------------------------------------------------
     def _removed(self, cat, entry, gone):
-        from vllmlint.catalogue.argv import is_vllm
+        from vllmlint.knowledge.catalogue.argv import is_vllm
 
         name = entry.name
         dep = gone.info.get("dep")

@@ -1,5 +1,5 @@
-from vllmlint.model import API_SERVER
-from vllmlint.registry import Rule
+from vllmlint.model.launch import API_SERVER
+from vllmlint.lint.registry import Rule
 
 
 class Deprecated(Rule):
@@ -42,8 +42,8 @@ class Deprecated(Rule):
     fix = "none"
 
     def check(self, project):
-        from vllmlint.catalogue import for_target
-        from vllmlint.catalogue.argv import flag_value, is_vllm, json_keys, options
+        from vllmlint.knowledge.catalogue import for_target
+        from vllmlint.knowledge.catalogue.argv import flag_value, is_vllm, json_keys, options
 
         cat = for_target(self.target)
         if cat is None:

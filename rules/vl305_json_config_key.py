@@ -1,5 +1,5 @@
-from vllmlint.model import Fix
-from vllmlint.registry import Rule
+from vllmlint.model.launch import Fix
+from vllmlint.lint.registry import Rule
 
 KV_FLAG = "--kv-transfer-config"      # its top-level keys are VL103's
 
@@ -52,8 +52,8 @@ class JsonConfigKey(Rule):
     def check(self, project):
         import difflib
 
-        from vllmlint.catalogue import for_target, history
-        from vllmlint.catalogue.argv import is_vllm, json_keys, options
+        from vllmlint.knowledge.catalogue import for_target, history
+        from vllmlint.knowledge.catalogue.argv import is_vllm, json_keys, options
 
         cat = for_target(self.target)
         if cat is None:
@@ -90,7 +90,7 @@ class JsonConfigKey(Rule):
 
     def _added(self, hist, flag, key):
         runs = hist.data["json_fields"].get(flag, {}).get(key)
-        from vllmlint.catalogue import vkey
+        from vllmlint.knowledge.catalogue import vkey
         for first, _ in runs or []:
             if vkey(first) > tuple(self.target):
                 return first
@@ -99,7 +99,7 @@ class JsonConfigKey(Rule):
     def _nixl(self, launch, cat, hist):
         import difflib
 
-        from vllmlint.kvconfig import kv_config, move_member_edits
+        from vllmlint.model.kvconfig import kv_config, move_member_edits
 
         cfg = kv_config(launch)
         if cfg is None or cfg.error or cfg.unknown:

@@ -1,5 +1,5 @@
-from vllmlint.model import Edit, Fix
-from vllmlint.registry import Rule
+from vllmlint.model.launch import Edit, Fix
+from vllmlint.lint.registry import Rule
 
 
 class UnusedSuppression(Rule):

@@ -4,7 +4,7 @@
 """
 from pathlib import Path
 
-from vllmlint.docs import generate
+from vllmlint.lint.docs import generate
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "rules"
 

@@ -4,7 +4,7 @@ Shared by tests/test_invariants.py and tests/test_fuzz.py.
 
 How "bytes outside the edit spans are identical" is decided
 -----------------------------------------------------------
-`EditRecorder` wraps `vllmlint.engine.apply_edits`, the one function that turns span edits into
+`EditRecorder` wraps `vllmlint.lint.engine.apply_edits`, the one function that turns span edits into
 new text, and records every call: the text it was given, the edits, and the text it returned.
 Calls whose result was dropped (the re-parse refused it) are recognised because the next call on
 that file starts again from the same text. For the accepted calls of one file, in order, every
@@ -24,8 +24,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vllmlint import engine
-from vllmlint.model import ParseError, SourceFile
+from vllmlint.lint import engine
+from vllmlint.model.launch import ParseError, SourceFile
 
 
 @dataclass
@@ -178,7 +178,7 @@ def check_style(original: str, final: str, display: str) -> None:
 
 
 def check_parses(path: Path, text: str, kind: str) -> None:
-    from vllmlint.project import parse_source
+    from vllmlint.lint.project import parse_source
 
     try:
         parse_source(SourceFile(path, str(path), text, kind))
@@ -217,7 +217,7 @@ def leftover_temp_files(root: Path) -> list[Path]:
 
 
 def kinds_of(root: Path) -> dict[Path, str]:
-    from vllmlint.discovery import discover
+    from vllmlint.lint.discovery import discover
 
     candidates, _ = discover([str(root)])
     return {c.path: c.kind for c in candidates if c.kind != "requirements"}

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vllmlint import cli, engine
+from vllmlint import cli
+from vllmlint.lint import engine
 from vllmlint.cli import main
 
 GOOD = "#!/bin/sh\nexport VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1\nvllm serve m --port 8000\n"

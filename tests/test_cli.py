@@ -132,7 +132,7 @@ def test_console_script_runs():
 
 
 def test_rule_modules_documented_and_have_fixtures():
-    from vllmlint.registry import DOC_SECTIONS, load_rules
+    from vllmlint.lint.registry import DOC_SECTIONS, load_rules
 
     for code, cls in load_rules().items():
         sections = cls.doc_sections()

@@ -13,9 +13,9 @@ import pytest
 
 from guard_sequences import encode, render
 from test_router import FakeEngine
-from vllmlint import conversations as cv
-from vllmlint import http11
-from vllmlint.router import Router
+from vllmlint.pd import conversations as cv
+from vllmlint.pd import http11
+from vllmlint.pd.router import Router
 
 
 def test_the_shipped_file_has_ten_conversations_of_every_kind():

@@ -36,7 +36,7 @@ def write(path: Path, text: str) -> Path:
 @pytest.fixture
 def every_rule_tree(tmp_path, monkeypatch) -> Path:
     """One positive fixture of every rule, side by side in one tree."""
-    from vllmlint.registry import load_rules
+    from vllmlint.lint.registry import load_rules
 
     for code in load_rules():
         case = ONE_CASE_PER_RULE.get(code) or next(
@@ -55,7 +55,7 @@ def test_sarif_validates_against_the_schema(every_rule_tree):
     jsonschema.validators.validator_for(schema)(schema).validate(log)
     run = log["runs"][0]
     codes = {r["ruleId"] for r in run["results"]}
-    from vllmlint.registry import load_rules
+    from vllmlint.lint.registry import load_rules
     assert codes == set(load_rules()), "a finding of every rule"
     ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
     for result_ in run["results"]:
@@ -162,7 +162,7 @@ def test_baseline_only_new_findings_fail(tmp_path, monkeypatch):
 
 
 def test_rule_docs_are_not_stale():
-    from vllmlint.docs import generate
+    from vllmlint.lint.docs import generate
 
     out = ROOT / "docs" / "rules"
     pages = generate(out)

@@ -27,11 +27,11 @@ from hypothesis import HealthCheck, event, given, seed, settings
 from hypothesis import strategies as st
 
 from fix_invariants import EditRecorder, check_fix_invariants, snapshot
-from vllmlint.discovery import classify, discover
-from vllmlint.engine import check_and_fix
-from vllmlint.model import ParseError, SourceFile
-from vllmlint.project import parse_source
-from vllmlint.registry import selected_rules
+from vllmlint.lint.discovery import classify, discover
+from vllmlint.lint.engine import check_and_fix
+from vllmlint.model.launch import ParseError, SourceFile
+from vllmlint.lint.project import parse_source
+from vllmlint.lint.registry import selected_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus" / "files"

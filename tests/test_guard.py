@@ -1,4 +1,4 @@
-"""The token-id continuation guard (vllmlint.guard), on sequences shaped like a real exchange.
+"""The token-id continuation guard (vllmlint.pd.guard), on sequences shaped like a real exchange.
 
 Each case builds turn 1 as D saw and produced it (tests/guard_sequences.py: a Qwen3-style
 template, a greedy tokenizer, D's output "sampled" piece by piece, D's kv_transfer_params with
@@ -14,7 +14,7 @@ import pytest
 
 from guard_sequences import (IDS, IM_END, Q1, Q2, SYSTEM, d_params, encode, next_prompt, render,
                              turn)
-from vllmlint.guard import (DEFAULT_TTL_S, EDITED, EXPIRED, HIT, MODEL_CHANGED, NO_ENTRY, NO_NEW_TOKENS,
+from vllmlint.pd.guard import (DEFAULT_TTL_S, EDITED, EXPIRED, HIT, MODEL_CHANGED, NO_ENTRY, NO_NEW_TOKENS,
                             UNRENDERED, ContinuationGuard, Decision, NoReuse, NotStorable, UnguardedReuse,
                             decide, first_difference, stored_turn)
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from vllmlint.kvcatalogue import connectors, kv_fields, nixl_extra_keys
-from vllmlint.versions import parse_version
+from vllmlint.knowledge.kvcatalogue import connectors, kv_fields, nixl_extra_keys
+from vllmlint.knowledge.versions import parse_version
 
 KB = Path(__file__).resolve().parents[2] / "shared" / "kb"
 VERSIONS = ["0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from vllmlint.cli import main
-from vllmlint.migrate import steps_between
+from vllmlint.lint.migrate import steps_between
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAIN = ROOT / "fixtures" / "migrate-chain"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vllmlint.model import API_SERVER, PROXY, SERVE, Edit, ParseError, SourceFile
+from vllmlint.model.launch import API_SERVER, PROXY, SERVE, Edit, ParseError, SourceFile
 from vllmlint.parsers.pythonfile import parse_python
 
 

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from guard_sequences import d_params, encode, render, sample
-from vllmlint import http11
+from vllmlint.pd import http11
 from vllmlint.cli import main as cli_main
-from vllmlint.conversations import load
-from vllmlint.replay import (EXIT_MISMATCH, EXIT_OK, EXIT_START, Replay, TurnResult, _Capture, compare,
+from vllmlint.pd.conversations import load
+from vllmlint.pd.replay import (EXIT_MISMATCH, EXIT_OK, EXIT_START, Replay, TurnResult, _Capture, compare,
                              parse_answer, render_markdown, render_text, replay_mode, warm_up)
 from vllmlint.verify.deployment import counter_delta, parse_counters
 

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from guard_sequences import Q1, Q2, SYSTEM, d_params, encode, render, sample
-from vllmlint import http11
+from vllmlint.pd import http11
 from vllmlint.cli import main as cli_main
-from vllmlint.router import Backend, Router, build_parser, router_from_args
+from vllmlint.pd.router import Backend, Router, build_parser, router_from_args
 
 
 class FakeEngine:

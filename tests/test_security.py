@@ -167,7 +167,7 @@ def test_nothing_reaches_a_shell_eval_or_subprocess(tmp_path: Path, monkeypatch)
 def test_source_has_no_way_to_run_code():
     """Static: no eval/exec/compile/__import__, no os.system/popen/exec*, no yaml.load, no pickle, no
     shell=True anywhere; subprocess only where listed (git ls-files; verify starts vLLM on purpose)."""
-    allowed = {("vllmlint/discovery.py", "subprocess.run"), ("vllmlint/registry.py", "importlib.import_module"),
+    allowed = {("vllmlint/lint/discovery.py", "subprocess.run"), ("vllmlint/lint/registry.py", "importlib.import_module"),
                ("vllmlint/verify/locate.py", "subprocess.run"), ("vllmlint/verify/runner.py", "subprocess.run"),
                ("vllmlint/verify/procs.py", "subprocess.Popen"), ("vllmlint/verify/procs.py", "ctypes.CDLL")}
     risky_modules = {"os": {"system", "popen", "execv", "execve", "execvp", "execvpe", "execl", "execlp", "execle",
@@ -203,7 +203,7 @@ def test_source_has_no_way_to_run_code():
             for name in names:
                 assert name.split(".")[0] not in {"pickle", "marshal", "runpy", "pty", "code", "shelve", "dill",
                                                   "cloudpickle"}, f"{path}: imports {name}"
-    git = ast.parse((ROOT / "vllmlint" / "discovery.py").read_text())
+    git = ast.parse((ROOT / "vllmlint" / "lint" / "discovery.py").read_text())
     [call] = [n for n in ast.walk(git) if isinstance(n, ast.Call) and ast.unparse(n.func) == "subprocess.run"]
     assert isinstance(call.args[0], ast.List) and ast.literal_eval(call.args[0].elts[0]) == "git"
 
@@ -263,10 +263,10 @@ def test_no_secret_in_findings_problems_or_reports(tmp_path: Path):
 
 def test_finding_messages_are_masked_whatever_a_rule_writes(tmp_path: Path):
     """A rule that quotes values verbatim (a bug, or a future rule) still cannot leak them."""
-    from vllmlint.discovery import discover
-    from vllmlint.engine import run_rules
-    from vllmlint.project import load
-    from vllmlint.registry import Rule
+    from vllmlint.lint.discovery import discover
+    from vllmlint.lint.engine import run_rules
+    from vllmlint.lint.project import load
+    from vllmlint.lint.registry import Rule
 
     class Leaky(Rule):          # code "" at definition: never registered
         """Quotes everything."""
@@ -289,7 +289,7 @@ def test_finding_messages_are_masked_whatever_a_rule_writes(tmp_path: Path):
 
 
 def test_mask_secrets_forms():
-    from vllmlint.report import mask_argv, mask_secrets
+    from vllmlint.lint.report import mask_argv, mask_secrets
 
     cases = {
         "vllm serve m --api-key sk-1 --port 8000": "vllm serve m --api-key **** --port 8000",
@@ -314,7 +314,7 @@ def test_mask_secrets_forms():
 
 
 def test_problem_lines_are_masked():
-    from vllmlint.project import Problem
+    from vllmlint.lint.project import Problem
 
     assert str(Problem("a.yaml", 3, "bad value HF_TOKEN=hf_abcdefghijklmnopqrst")) == "a.yaml:3: bad value HF_TOKEN=****"
 

@@ -1,4 +1,4 @@
-"""Topology parsing, model geometry lookup and KV-transfer estimates (vllmlint.topology).
+"""Topology parsing, model geometry lookup and KV-transfer estimates (vllmlint.knowledge.topology).
 
 Matrix samples are real `nvidia-smi` output copied from public GitHub issues (matrix and
 legend text only); the source is named above each one. Where a sample was adapted, the
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vllmlint.topology import (
+from vllmlint.knowledge.topology import (
     BANDWIDTH,
     POPULAR_MODELS,
     Link,

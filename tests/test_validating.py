@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from vllmlint.detect import detect
-from vllmlint.discovery import discover
-from vllmlint.graph import graph_of
-from vllmlint.model import PROXY
-from vllmlint.project import load
+from vllmlint.parsers.detect import detect
+from vllmlint.lint.discovery import discover
+from vllmlint.lint.graph import graph_of
+from vllmlint.model.launch import PROXY
+from vllmlint.lint.project import load
 
 VL101 = Path(__file__).resolve().parent.parent / "fixtures" / "VL101"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from real_vllm import probes
-from vllmlint.discovery import discover
-from vllmlint.graph import Graph
-from vllmlint.project import load
+from vllmlint.lint.discovery import discover
+from vllmlint.lint.graph import Graph
+from vllmlint.lint.project import load
 from vllmlint.verify import logs
 from vllmlint.verify.adapt import UnitContext, adapt, resolve
 from vllmlint.verify.procs import group_members

@@ -12,8 +12,8 @@ import sys
 import click
 
 from . import __version__
-from .discovery import discover
-from .versions import parse_version
+from .lint.discovery import discover
+from .knowledge.versions import parse_version
 
 DEFAULT_TARGET = "0.30.0"
 
@@ -77,10 +77,10 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     """Check PATHS (default: the current folder)."""
     from pathlib import Path
 
-    from .config import ConfigError, load_settings
-    from .engine import check_and_fix
-    from .registry import selected_rules
-    from .report import render, unified_diff
+    from .lint.config import ConfigError, load_settings
+    from .lint.engine import check_and_fix
+    from .lint.registry import selected_rules
+    from .lint.report import render, unified_diff
 
     try:
         settings = load_settings(Path.cwd(), config_file)
@@ -101,7 +101,7 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     if settings.topology:         # a bad topology file is a usage error, not an internal one in VL201
         from pathlib import Path
 
-        from .topology import parse_topology
+        from .knowledge.topology import parse_topology
         try:
             parse_topology(Path(settings.topology).read_text())
         except (OSError, ValueError) as err:
@@ -127,13 +127,13 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
             click.echo(f"Fixed {len(outcome.fixed)} finding(s) in {len(outcome.changed())} file(s).", err=True)
     findings = outcome.findings
     if write_baseline:
-        from .baseline import write
+        from .lint.baseline import write
 
         write(Path(write_baseline), findings)
         click.echo(f"Wrote {len(findings)} finding(s) to {write_baseline}.", err=True)
         findings = []
     elif baseline:
-        from .baseline import new_findings, read
+        from .lint.baseline import new_findings, read
 
         try:
             findings = new_findings(findings, read(Path(baseline)))
@@ -150,7 +150,7 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
 
 
 def _write(outcome) -> list[str]:
-    from .sources import encode, write_atomic
+    from .lint.sources import encode, write_atomic
 
     errors = []
     for path, (orig, new) in outcome.changed().items():
@@ -167,8 +167,8 @@ def _write(outcome) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def launches(paths, fmt):
     """List every vLLM launch found, with its argv and environment."""
-    from .project import load
-    from .report import launch_dict
+    from .lint.project import load
+    from .lint.report import launch_dict
 
     candidates, missing = discover(list(paths) or ["."])
     project = load(candidates)
@@ -188,7 +188,7 @@ def launches(paths, fmt):
 @main.command("rules")
 def list_rules():
     """List the rules."""
-    from .registry import load_rules
+    from .lint.registry import load_rules
 
     for code, cls in load_rules().items():
         click.echo(f"{code}  {cls.name:<40} {cls.severity:<8} fix:{cls.fix:<9} vLLM {cls.versions()}")
@@ -198,13 +198,13 @@ def list_rules():
 @click.argument("code")
 def show_rule(code):
     """Print the documentation of one rule."""
-    from .registry import load_rules
+    from .lint.registry import load_rules
 
     rules = load_rules()
     cls = rules.get(code.upper()) or next((c for c in rules.values() if c.name == code), None)
     if cls is None:
         raise click.UsageError(f"no rule {code!r}; see `vllmlint rules`")
-    from .docs import rule_page
+    from .lint.docs import rule_page
 
     click.echo(rule_page(cls))
 
@@ -227,10 +227,10 @@ def migrate(paths, to_version, from_version, diff, report_file):
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
     that release's rules and that release as the target."""
-    from .migrate import detect_version, find_bumps, run_chain, steps_between
-    from .project import load
-    from .report import text_line, unified_diff
-    from .versions import fmt
+    from .lint.migrate import detect_version, find_bumps, run_chain, steps_between
+    from .lint.project import load
+    from .lint.report import text_line, unified_diff
+    from .knowledge.versions import fmt
 
     candidates, missing = discover(list(paths) or ["."])
     origin = "--from"
@@ -300,7 +300,7 @@ def migrate(paths, to_version, from_version, diff, report_file):
     if report_file:
         from pathlib import Path
 
-        from .migrate import markdown_report
+        from .lint.migrate import markdown_report
 
         Path(report_file).write_text(markdown_report(to_version, from_version, changed, bumps_seen, fixed_all,
                                                      outcome.findings, left, diff))
@@ -318,7 +318,7 @@ class _progress:
         if self.total >= 200 and sys.stderr.isatty():
             from rich.progress import Progress
 
-            from . import project
+            from .lint import project
 
             self.bar = Progress(transient=True, console=None)
             task = self.bar.add_task("reading configs", total=None)
@@ -328,7 +328,7 @@ class _progress:
 
     def __exit__(self, *exc):
         if self.bar is not None:
-            from . import project
+            from .lint import project
 
             project.ON_FILE = None
             self.bar.stop()
@@ -340,7 +340,7 @@ class _progress:
 def router(args):
     """Guarded P/D router for bidirectional KV transfer (drop-in for vLLM's
     disagg_proxy_multiturn.py); `vllmlint router --help` lists its options."""
-    from .router import main as router_main
+    from .pd.router import main as router_main
 
     sys.exit(router_main(list(args)))
 
@@ -401,7 +401,7 @@ def replay(conversations, deployment_path, vllm_path, model_dir, connector, time
     """
     import json as _json
 
-    from .replay import render_markdown, render_text, run_replay
+    from .pd.replay import render_markdown, render_text, run_replay
 
     echo = lambda s: click.echo(s, err=True)   # noqa: E731
     rep = run_replay(conversations, [deployment_path], vllm=vllm_path, connector=connector, timeout=timeout,

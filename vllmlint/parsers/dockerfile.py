@@ -9,8 +9,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..detect import detect, is_vllm_image, serve_kind
-from ..model import AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile, remove_from_run
+from .detect import detect, is_vllm_image, serve_kind
+from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile, remove_from_run
 from .shellscan import SHELLS, scan_shell
 from .shell_lex import commands
 

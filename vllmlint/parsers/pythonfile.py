@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..detect import REFERENCE_PROXIES, detect
-from ..model import AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile
+from .detect import REFERENCE_PROXIES, detect
+from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile
 from .shellscan import scan_shell
 
 cst: Any = None          # libcst, imported on first use by parse_python

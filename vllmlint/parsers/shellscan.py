@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..detect import detect, docker_run_image, serve_kind
-from ..model import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run
+from .detect import detect, docker_run_image, serve_kind
+from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run
 from .shell_lex import ArrayAssign, SimpleCommand, Word, commands
 
 SHELLS = {"sh", "bash", "zsh", "dash", "ash", "ksh"}
@@ -305,7 +305,7 @@ def unterminated(text: str) -> int | None:
 
 
 def parse_shell(source: SourceFile):
-    from ..model import ParsedFile, ParseError
+    from ..model.launch import ParsedFile, ParseError
     bad = unterminated(source.text)
     if bad is not None:
         raise ParseError(source.line_col(bad)[0], "shell syntax error: a quote, `$(`, `${` or backtick "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import yaml
 
-from ..model import AppendSite, Edit, SourceFile
+from ..model.launch import AppendSite, Edit, SourceFile
 
 
 def content_end(node: yaml.Node) -> int:

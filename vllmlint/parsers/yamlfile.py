@@ -10,8 +10,8 @@ import re
 
 import yaml
 
-from ..detect import detect, is_vllm_image, serve_kind
-from ..model import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef, SourceFile,
+from .detect import detect, is_vllm_image, serve_kind
+from ..model.launch import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef, SourceFile,
                      normalize_flag)
 from .shellscan import SHELLS, basename, scan_shell, split_words
 from .yaml_edit import append_site, remove_item

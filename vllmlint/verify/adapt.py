@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..kvconfig import NIXL, kv_config
-from ..model import API_SERVER, RENDER, SERVE, TOKENS_ONLY, Launch, normalize_flag
-from ..report import is_secret, mask_argv, mask_env
+from ..model.kvconfig import NIXL, kv_config
+from ..model.launch import API_SERVER, RENDER, SERVE, TOKENS_ONLY, Launch, normalize_flag
+from ..lint.report import is_secret, mask_argv, mask_env
 
 CPU_KV_BYTES = "64M"
 MAX_MODEL_LEN = 512

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ..discovery import discover
-from ..graph import ROLE_BOTH, ROLE_CONSUMER, ROLE_PRODUCER, Graph
-from ..kvconfig import NIXL
-from ..project import load
+from ..lint.discovery import discover
+from ..lint.graph import ROLE_BOTH, ROLE_CONSUMER, ROLE_PRODUCER, Graph
+from ..model.kvconfig import NIXL
+from ..lint.project import load
 from . import client as http, logs
 from .adapt import SERVER_KINDS, UnitContext, _kv_parts, _replace_kv_tokens, adapt
 from .locate import NotFound, find_vllm, python_of, tiny_model

@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..discovery import discover
-from ..graph import ROLE_BOTH, ROLE_CONSUMER, ROLE_PRODUCER, Graph
-from ..model import API_SERVER, PROXY, RENDER, SERVE, TOKENS_ONLY, Launch
-from ..project import load
-from ..report import mask_argv
+from ..lint.discovery import discover
+from ..lint.graph import ROLE_BOTH, ROLE_CONSUMER, ROLE_PRODUCER, Graph
+from ..model.launch import API_SERVER, PROXY, RENDER, SERVE, TOKENS_ONLY, Launch
+from ..lint.project import load
+from ..lint.report import mask_argv
 from . import client as http, logs
 from .adapt import ENGINE_KINDS, SERVER_KINDS, ServerPlan, UnitContext, adapt, launch_name
 from .locate import NotFound, cache_root, find_vllm, python_of, tiny_model, tiny_model_ready

@@ -7,8 +7,8 @@ import pkgutil
 import re
 from typing import Iterable, Iterator
 
-from .model import Finding, Fix, SourceFile, Span
-from .versions import fmt, parse_version
+from ..model.launch import Finding, Fix, SourceFile, Span
+from ..knowledge.versions import fmt, parse_version
 
 DOC_SECTIONS = ("What it does", "Why", "Example", "Fix safety")
 SEVERITIES = ("error", "warning", "info")

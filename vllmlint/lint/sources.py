@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .model import SourceFile
+from ..model.launch import SourceFile
 
 MAX_BYTES = 10 * 1024 * 1024    # a deployment config is never this big; bounded time and memory
 

@@ -9,23 +9,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .discovery import Candidate
-from .model import EnvEntry, Launch, ParsedFile, ParseError, SourceFile
+from ..model.launch import EnvEntry, Launch, ParsedFile, ParseError, SourceFile
 from .sources import Unreadable, read_source
 
 
 def parser_for(kind: str):
     # imported lazily: a pre-commit run on one YAML file must not pay for libcst
     if kind in ("yaml", "compose", "k8s"):
-        from .parsers.yamlfile import parse_yaml
+        from ..parsers.yamlfile import parse_yaml
         return parse_yaml
     if kind == "dockerfile":
-        from .parsers.dockerfile import parse_dockerfile
+        from ..parsers.dockerfile import parse_dockerfile
         return parse_dockerfile
     if kind == "shell":
-        from .parsers.shellscan import parse_shell
+        from ..parsers.shellscan import parse_shell
         return parse_shell
     if kind == "python":
-        from .parsers.pythonfile import parse_python
+        from ..parsers.pythonfile import parse_python
         return parse_python
     return None
 

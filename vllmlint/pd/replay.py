@@ -311,7 +311,7 @@ async def _start_router(dep, policy: str, timeout: float):
 async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: float,
                       capture: _Capture, run_tag: str = "", echo=None) -> list[TurnResult]:
     """Every conversation through a fresh in-process Router with `mode`'s policy."""
-    from .verify import logs
+    from ..verify import logs
 
     router, url = await _start_router(dep, POLICY[mode], timeout)
     # Each mode gets its own prefix-cache namespace, as if on a fresh stack: stale KV that (b)
@@ -358,7 +358,7 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
                 else:
                     answer = {"content": ""}
                 await asyncio.sleep(0.5)          # let the stats loggers catch up
-                from .verify.deployment import counter_delta
+                from ..verify.deployment import counter_delta
                 tr.kv = counter_delta(before, await asyncio.to_thread(dep.counters))
                 for name, text in dep.logs_since(mark).items():
                     for row in logs.kv_metrics(text):
@@ -393,7 +393,7 @@ async def warm_up(dep, bidirectional: bool, timeout: float, echo=None) -> list[s
     on a busy 2-core host a starting engine misses it, the request fails (500, or the router
     retries without reuse) and the next request handshakes again - so each turn is retried.
     Returns what went wrong on the way (empty: warm)."""
-    from .verify.runner import PD_PROMPT      # > one 128-token CPU block
+    from ..verify.runner import PD_PROMPT      # > one 128-token CPU block
 
     echo = echo or (lambda s: None)
     router, url = await _start_router(dep, "unguarded" if bidirectional else "none", timeout)
@@ -438,7 +438,7 @@ def run_replay(conversations: str | None, deployment_paths: Sequence[str], *, vl
                connector: str | None = None, timeout: float = 300.0, limit: int | None = None,
                only: Sequence[str] = (), model: str | None = None, echo=None,
                modes: Sequence[str] = MODES) -> Replay:
-    from .verify.deployment import DeploymentError, deployment
+    from ..verify.deployment import DeploymentError, deployment
 
     echo = echo or (lambda s: None)
     rep = Replay()
@@ -510,6 +510,6 @@ def run_replay(conversations: str | None, deployment_paths: Sequence[str], *, vl
 
 
 def _error_line(dep, name: str) -> str:
-    from .verify import logs
+    from ..verify import logs
     r = dep.names()[name]
     return logs.error_line(r.proc.log_text()) if r.proc else "(not started)"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .model import API_SERVER, OTHER, PROXY, RENDER, SERVE, TOKENS_ONLY, normalize_flag
+from ..model.launch import API_SERVER, OTHER, PROXY, RENDER, SERVE, TOKENS_ONLY, normalize_flag
 
 # vLLM's reference routers; the multi-turn one is the subject of VL101.
 REFERENCE_PROXIES = {

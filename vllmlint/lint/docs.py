@@ -2,7 +2,7 @@
 (scripts/gen_docs.py) and SARIF help all come from here."""
 from __future__ import annotations
 
-from . import DOCS_URL
+from .. import DOCS_URL
 
 
 def help_uri(code: str) -> str:

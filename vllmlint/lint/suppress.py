@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .model import Finding, SourceFile
+from ..model.launch import Finding, SourceFile
 
 DIRECTIVE_RE = re.compile(
     r"#\s*vllmlint:\s*(?P<kind>disable-file|disable)\s*=\s*(?P<codes>[A-Za-z0-9_,\s]+?)\s*(?:--\s*(?P<reason>.*?))?\s*$")

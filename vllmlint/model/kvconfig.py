@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 
 from .jsonpos import Located, locate
-from .model import Arg, Launch, SourceFile, Span, normalize_flag
+from .launch import Arg, Launch, SourceFile, Span, normalize_flag
 
 FLAG = "--kv-transfer-config"
 NIXL = {"NixlConnector", "NixlPullConnector", "NixlPushConnector"}
@@ -196,7 +196,7 @@ def move_member_edits(cfg: KVConfig, path: tuple, to_top: bool) -> list | None:
     value text) as the last member of the top-level object. None when that can't be done
     byte-exactly (the JSON is built at run time, or does not map back to the file)."""
     from .jsonpos import member_removal
-    from .model import Edit
+    from .launch import Edit
 
     if cfg.arg is None or cfg.located is None or path not in cfg.located.members:
         return None

@@ -1,6 +1,6 @@
 """Multi-turn conversations for `vllmlint replay`, and how a client builds each next turn.
 
-The file (`vllmlint/data/conversations.jsonl`, one JSON object a line) holds conversations, not
+The file (`vllmlint/pd/data/conversations.jsonl`, one JSON object a line) holds conversations, not
 answers: a random-weight test model answers anything, so the file says how the *client* folds
 the model's answer to turn N into the request for turn N+1, and replay applies that to whatever
 the model said. Fields:
@@ -92,7 +92,7 @@ class Conversation:
 
 
 def default_path() -> Path:
-    return Path(str(resources.files("vllmlint") / "data" / "conversations.jsonl"))
+    return Path(str(resources.files("vllmlint.pd") / "data" / "conversations.jsonl"))
 
 
 def load(path: str | Path | None = None) -> list[Conversation]:

@@ -5,7 +5,7 @@ import difflib
 import json
 import re
 
-from .model import Finding, Launch
+from ..model.launch import Finding, Launch
 
 # HF_TOKEN, GITHUB_TOKEN, OPENAI_API_KEY, x-api-key, DB_PASSWORD, AUTHORIZATION - not
 # VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE or ..._TOKEN_THRESHOLD (numbers, not secrets)
@@ -183,7 +183,7 @@ def _result(f: Finding, index: dict, suppression: dict | None = None) -> dict:
 
 
 def sarif(findings: list[Finding], rules=(), suppressed=()) -> dict:
-    from . import PROJECT_URL, __version__
+    from .. import PROJECT_URL, __version__
     from .docs import help_uri, rule_page
 
     classes = {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import yaml
 
 from .detect import VALIDATING_ROUTERS
-from .model import Launch, SourceFile
+from ..model.launch import Launch, SourceFile
 
 MARKER = "vllmlint.io/validating-router"
 ENV_MARKER = "VLLMLINT_VALIDATING_ROUTER"
@@ -54,8 +54,8 @@ def _marked_ranges(source: SourceFile) -> list[tuple[int, int, str]]:
     cached = getattr(source, "_validating_ranges", None)
     if cached is not None:
         return cached
-    from .parsers.yaml_source import YamlError, compose_all, iter_nodes, mask_templates
-    from .parsers.yamlfile import get, scalar
+    from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates
+    from .yamlfile import get, scalar
 
     out: list[tuple[int, int, str]] = []
     try:

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from .model import Finding
+from ..model.launch import Finding
 
 VERSION = 1
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .discovery import Candidate
-from .model import Edit, Finding, ParseError, SourceFile
+from ..model.launch import Edit, Finding, ParseError, SourceFile
 from .project import Problem, Project, load, parse_source
 from .registry import Rule
 
@@ -198,6 +198,6 @@ def _reparse_error(source: SourceFile, text: str) -> str | None:
 
 
 def _bad_json(parsed) -> int:
-    from .kvconfig import kv_config
+    from ..model.kvconfig import kv_config
 
     return sum(1 for launch in parsed.launches if (cfg := kv_config(launch)) is not None and cfg.error)

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..model import API_SERVER, RENDER, SERVE, TOKENS_ONLY, Arg, Edit, Launch, Span
+from ...model.launch import API_SERVER, RENDER, SERVE, TOKENS_ONLY, Arg, Edit, Launch, Span
 from . import Catalogue, Match, normalize
 
 VLLM_KINDS = (SERVE, TOKENS_ONLY, RENDER, API_SERVER)
@@ -192,7 +192,7 @@ def json_keys(opt: Opt) -> list[JsonKey] | None:
     text = opt.value.value
     if "{{" in text or "$" in text:
         return None
-    from ..jsonpos import locate
+    from ...model.jsonpos import locate
     try:
         loc = locate(text)
     except ValueError:

@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from .detect import REFERENCE_PROXIES, VALIDATING_ROUTERS
-from .kvconfig import KVConfig, kv_config
-from .model import PROXY, Launch, SourceFile, Span
+from ..parsers.detect import REFERENCE_PROXIES, VALIDATING_ROUTERS
+from ..model.kvconfig import KVConfig, kv_config
+from ..model.launch import PROXY, Launch, SourceFile, Span
 from .project import Project
-from .validating import unguarded, validating_reason
+from ..parsers.validating import unguarded, validating_reason
 
 URL_RE = re.compile(r"https?://(?P<host>[A-Za-z0-9_.\-\[\]:]+?)(?::(?P<port>\d{1,5}))?(?P<path>/[A-Za-z0-9_./\-]*)?(?=[\s\"'`,;)}\]|]|$)")
 LOCAL = {"localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1"}

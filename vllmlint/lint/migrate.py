@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .model import Edit, SourceFile
+from ..model.launch import Edit, SourceFile
 from .project import Project
-from .versions import fmt, parse_version
+from ..knowledge.versions import fmt, parse_version
 
 IMAGE_TAG_RE = re.compile(
     r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
@@ -97,7 +97,7 @@ def steps_between(start: tuple[int, int, int] | None, target: tuple[int, int, in
     `start` and before `target`, then `target` itself."""
     if start is None or start >= target:
         return [target]
-    from .catalogue import versions
+    from ..knowledge.catalogue import versions
 
     middle = sorted({parse_version(v) for v in versions() if start < parse_version(v) < target})
     return middle + [target]

@@ -1,0 +1,85 @@
+"""The package reads as its rooms, and imports only go down:
+
+    cli -> pd -> verify -> lint (+ vllmlint.rules) -> parsers -> knowledge -> model
+
+Every `import` and `from ... import` in the package (at module level or inside a function) is
+checked; `vllmlint/__init__.py` holds constants only (version, URLs) and may be imported anywhere.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LAYERS = ["model", "knowledge", "parsers", "lint", "verify", "pd", "cli"]
+ROOMS = {"model", "knowledge", "parsers", "lint", "rules", "verify", "pd"}
+
+
+def room_of(module: str) -> str:
+    """vllmlint.lint.engine -> lint; vllmlint.rules.x -> lint; vllmlint.cli -> cli."""
+    parts = module.split(".")
+    if parts == ["vllmlint"] or parts[1].isupper() or parts[1] == "__version__":
+        return "root"          # the package's constants (`from .. import DOCS_URL`)
+    room = parts[1]
+    if room == "rules":
+        return "lint"
+    return room if room in ROOMS else "cli"      # cli.py, __main__.py, the router entry shim
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((ROOT / "vllmlint").rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        found[".".join(rel.parts).removesuffix(".__init__")] = path
+    for path in sorted((ROOT / "rules").glob("*.py")):
+        found[("vllmlint.rules." + path.stem).removesuffix(".__init__")] = path
+    return found
+
+
+def imports_of(module: str, path: Path) -> list[tuple[int, str]]:
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if node.module is None:      # `from . import a`: a is a module of that package
+                out += [(node.lineno, f"{target}.{a.name}") for a in node.names]
+            else:
+                out.append((node.lineno, target))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+    return [(line, t) for line, t in out if t == "vllmlint" or t.startswith("vllmlint.")]
+
+
+def test_every_module_lives_in_a_room():
+    loose = [m for m in modules() if m.count(".") == 1 and room_of(m) == "cli"
+             and m not in ("vllmlint.cli", "vllmlint.__main__", "vllmlint.router")]
+    assert loose == [], "put these modules in a room (model, knowledge, parsers, lint, verify, pd)"
+
+
+def test_every_room_says_what_it_holds():
+    for room in ("model", "knowledge", "parsers", "lint", "verify", "pd"):
+        doc = ast.get_docstring(ast.parse((ROOT / "vllmlint" / room / "__init__.py").read_text()))
+        assert doc and "import" in doc, f"vllmlint/{room}/__init__.py: say what lives here and who may import it"
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_imports_only_go_down(module):
+    path = modules()[module]
+    mine = room_of(module)
+    if mine == "root":
+        assert imports_of(module, path) == [], "vllmlint/__init__.py holds constants only"
+        return
+    upward = []
+    for line, target in imports_of(module, path):
+        theirs = room_of(target)
+        if theirs != "root" and LAYERS.index(theirs) > LAYERS.index(mine):
+            upward.append(f"{path.relative_to(ROOT)}:{line}: {mine} imports {target} ({theirs})")
+    assert upward == []
