@@ -1,0 +1,118 @@
+"""Which container images are vLLM, and what release a tag names.
+
+One place for both questions, shared by detection (a container given only arguments is the
+image's `vllm serve` when the image is vLLM's), by the release a launch runs today, and by
+`migrate`'s tag bumps (only vLLM's tags are ever touched).
+
+An image reference is `[REGISTRY[:PORT]/]PATH[:TAG][@DIGEST]`. `is_vllm_image` matches the PATH
+(registry dropped) against BUILTIN_VLLM_IMAGES plus a team's own globs (setting `vllm-images`).
+`parse_tag` splits a tag into the release and a variant: only `X.Y.Z`, `vX.Y.Z` and
+`vX.Y.Z.N` / `X.Y.Z.postN` name a release exactly; `v0.30.0-cu129` is a release plus a variant
+(bump by hand); `latest`, `nightly` and commit tags name none.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+# Image paths (without registry) that are builds of vLLM's OpenAI server. Globs, matched whole.
+BUILTIN_VLLM_IMAGES = (
+    "vllm/vllm-openai",
+    "vllm/vllm-openai-*",              # vllm-openai-cpu, -rocm, ...
+    "vllm/vllm-tpu",
+    "*/vllm-openai",                   # mirrors: public.ecr.aws/q9t5s3a7/vllm-..., quay.io/x/vllm-openai
+    "*/vllm-openai-*",
+    "*vllm-cpu-release-repo",
+    "*vllm-cpu-release-repo/*",
+    "rocm/vllm",
+    "rocm/vllm-*",
+    "rocm/vllm-dev",
+    "lmcache/vllm-openai",
+    "opea/vllm",
+    "opea/vllm-*",
+    "intel/vllm",
+    "intelanalytics/ipex-llm-serving-xpu-vllm*",
+    "vllm-project/*",
+)
+
+# `${IMAGE:-vllm/vllm-openai:v0.29.0}` / `${IMAGE-...}`: the default is the image when unset.
+_DEFAULTED_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
+_REF_RE = re.compile(
+    r"^(?P<path>[a-z0-9][\w.\-/]*?)(?::(?P<tag>[\w][\w.\-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-fA-F]{16,}))?$")
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    registry: str | None      # "nvcr.io", "localhost:5000", None for Docker Hub
+    path: str                 # "vllm/vllm-openai"
+    tag: str | None           # "v0.29.0"
+    digest: str | None        # "sha256:..."
+
+    @property
+    def name(self) -> str:
+        return f"{self.registry}/{self.path}" if self.registry else self.path
+
+
+def unwrap_default(text: str) -> str:
+    """The image a compose/shell `${VAR:-default}` falls back to; other text as given."""
+    text = text.strip().strip("'\"")
+    m = _DEFAULTED_RE.match(text)
+    return m.group(1).strip().strip("'\"") if m else text
+
+
+def parse_image(text: str | None) -> ImageRef | None:
+    """Split an image reference; None when it is not one (empty, or holds unexpanded `$`)."""
+    if not text:
+        return None
+    text = unwrap_default(text)
+    if not text or "$" in text or "{{" in text or " " in text:
+        return None
+    registry = None
+    first, sep, rest = text.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        registry, text = first, rest
+    m = _REF_RE.match(text.lower() if not registry else text)
+    if not m:
+        return None
+    return ImageRef(registry, m.group("path").lower(), m.group("tag"), m.group("digest"))
+
+
+def is_vllm_image(text: str | ImageRef | None, extra: tuple[str, ...] = ()) -> bool:
+    """True when the image is a build of vLLM: the built-in list, or a glob of `extra` (matched
+    against the path and against registry/path, so `registry.corp/ml/vllm-*` works)."""
+    ref = text if isinstance(text, ImageRef) else parse_image(text)
+    if ref is None:
+        return False
+    if any(fnmatchcase(ref.path, pattern) for pattern in BUILTIN_VLLM_IMAGES):
+        return True
+    return any(fnmatchcase(ref.path, p) or fnmatchcase(ref.name, p) for p in extra)
+
+
+_TAG_RE = re.compile(r"^(?P<v>v?)(?P<x>\d+)\.(?P<y>\d+)\.(?P<z>\d+)(?P<n>(?:\.\d+|\.post\d+)?)(?P<variant>-[\w.\-]+)?$")
+
+
+@dataclass(frozen=True)
+class Tag:
+    text: str
+    version: tuple[int, int, int] | None   # the release it names, None for latest/nightly/commits
+    variant: str = ""                      # "-cu129", "-rocm": a build of that release
+    exact: bool = False                    # `vX.Y.Z`, `X.Y.Z`, `vX.Y.Z.N`: safe to replace whole
+
+    def bumped(self, target: tuple[int, int, int]) -> str | None:
+        """The tag for `target` in this tag's style (`v` kept), or None when only a human can
+        choose it (a variant, no version)."""
+        if not self.exact or self.version is None:
+            return None
+        return ("v" if self.text.startswith("v") else "") + ".".join(map(str, target))
+
+
+def parse_tag(tag: str | None) -> Tag | None:
+    if not tag:
+        return None
+    m = _TAG_RE.match(tag)
+    if not m:
+        return Tag(tag, None)
+    version = (int(m.group("x")), int(m.group("y")), int(m.group("z")))
+    variant = m.group("variant") or ""
+    return Tag(tag, version, variant, exact=not variant)
