@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .discovery import Candidate
 from ..model.launch import Edit, Finding, ParseError, SourceFile
-from .project import Problem, Project, load, parse_source
+from .project import ParseCache, Problem, Project, load, parse_source
 from .registry import Rule
 
 MAX_PASSES = 8
@@ -126,8 +126,11 @@ def _fix_key(finding: Finding) -> tuple:
 
 
 def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
-                  post_edits=None, unsafe: bool = False, settings=None) -> Outcome:
-    """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate)."""
+                  post_edits=None, unsafe: bool = False, settings=None, cache: ParseCache | None = None) -> Outcome:
+    """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate).
+    `cache`: parsed files to reuse (a migrate chain shares one across its steps); each pass
+    re-parses only the files the previous pass changed."""
+    cache = cache if cache is not None else ParseCache()
     overrides: dict[Path, str] = {}
     originals: dict[Path, SourceFile] = {}
     fixed: list[Finding] = []
@@ -135,7 +138,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     refused: set = set()
     post_done = post_edits is None
     for _ in range(MAX_PASSES):
-        project = load(candidates, overrides)
+        project = load(candidates, overrides, cache)
         findings, suppressed, problems = analyse(project, rules, unsafe, settings)
         if not fix:
             return Outcome(findings, project.problems + problems, project, suppressed=suppressed)
@@ -152,12 +155,13 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             if edit.key() not in {e.key() for e in by_file[edit.file.path]}:
                 by_file[edit.file.path].append(edit)
         bad_files = set()
+        parsed_now = {pf.source.path: pf for pf in project.files}
         for path, file_edits in by_file.items():
             source = file_edits[0].file
             if path not in originals:      # (re-reading it now could fail: it may be gone)
                 originals[path] = _pristine(source, overrides)
             new_text = apply_edits(source.text, _keep_no_final_newline(source.text, file_edits))
-            reason = _reparse_error(source, new_text)
+            reason = _reparse_error(source, new_text, parsed_now.get(path), cache)
             if reason:
                 bad_files.add(path)
                 dropped.append(f"{source.display}: fix not applied, the result would not parse ({reason})")
@@ -168,7 +172,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                 refused.add(_fix_key(finding))
             else:
                 fixed.append(finding)
-    project = load(candidates, overrides)
+    project = load(candidates, overrides, cache)
     findings, suppressed, problems = analyse(project, rules, unsafe, settings)
     return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                    suppressed)
@@ -181,19 +185,21 @@ def _pristine(source: SourceFile, overrides: dict[Path, str]) -> SourceFile:
     return read_source(source.path, source.display, source.kind)
 
 
-def _reparse_error(source: SourceFile, text: str) -> str | None:
-    """Why the fixed text is worse than the original: it no longer parses, or a
-    `--kv-transfer-config` JSON value that parsed before no longer does."""
+def _reparse_error(source: SourceFile, text: str, before, cache: ParseCache) -> str | None:
+    """Why the fixed text is worse than the original (`before`, as parsed this pass): it no
+    longer parses, or a `--kv-transfer-config` JSON value that parsed before no longer does.
+    What parses is kept in `cache`, so the next pass does not parse it again."""
     probe = SourceFile(source.path, source.display, text, source.kind, source.bom)
     try:
         after = parse_source(probe)
-        before = parse_source(SourceFile(source.path, source.display, source.text, source.kind, source.bom))
     except ParseError as err:
         return f"line {err.line}: {err.reason}"
     except Exception as err:     # a parser bug on the result: never write what we cannot read back
         return f"cannot be read back ({type(err).__name__})"
     if after is not None and before is not None and _bad_json(after) > _bad_json(before):
         return "a --kv-transfer-config value would no longer be valid JSON"
+    if after is not None:
+        cache.put(probe, after)
     return None
 
 

@@ -147,8 +147,10 @@ class _StartFrom:
 def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) -> Chain:
     """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last."""
     from .engine import Outcome, check_and_fix
+    from .project import ParseCache
     from .registry import selected_rules
 
+    cache = ParseCache()        # a step re-parses only the files the step before changed
     texts: dict = {}
     originals: dict = {}
     fixed_all: list = []
@@ -159,7 +161,8 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) ->
         rules = list(selected_rules(version))
         last = i + 1 == len(steps)
         with _StartFrom(texts):
-            outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None)
+            outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
+                                    cache=cache)
         changed = outcome.changed()
         for path, (orig, new) in changed.items():
             originals.setdefault(path, orig)

@@ -76,7 +76,38 @@ def parse_source(source: SourceFile) -> ParsedFile | None:
 ON_FILE = None
 
 
-def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None) -> Project:
+class ParseCache:
+    """Parsed files by path, reused while a file's text is unchanged: the passes of
+    `--fix` and the steps of a `migrate` chain re-read the whole tree but re-parse only the files
+    an edit changed. One entry per path (the latest text), so memory stays flat across passes.
+
+    `link` adds to what a parser produced (ConfigMap env, entry -> launch links); the parser's own
+    lists are kept aside here and put back before a reused file is linked again."""
+
+    def __init__(self):
+        # path -> (text, parsed, each launch's own env, each entry's own launches). The kind is
+        # no part of the key: discovery gives a path and text one kind (a parser may refine it).
+        self._by_path: dict[Path, tuple[str, ParsedFile, list, list]] = {}
+
+    def get(self, source: SourceFile) -> ParsedFile | None:
+        hit = self._by_path.get(source.path)
+        if hit is None or hit[0] != source.text:
+            return None
+        _, parsed, envs, reaches = hit
+        for launch, env in zip(parsed.launches, envs):
+            launch.env = list(env)
+        for entry, launches in zip(parsed.env, reaches):
+            entry.launches = list(launches)
+        return parsed
+
+    def put(self, source: SourceFile, parsed: ParsedFile) -> None:
+        self._by_path[source.path] = (source.text, parsed,
+                                      [list(l.env) for l in parsed.launches],
+                                      [list(e.launches) for e in parsed.env])
+
+
+def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
+         cache: ParseCache | None = None) -> Project:
     project = Project()
     overrides = overrides or {}
     for cand in candidates:
@@ -92,6 +123,10 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None) 
         if cand.kind == "requirements":
             project.others.append(source)
             continue
+        parsed = cache.get(source) if cache is not None else None
+        if parsed is not None:
+            project.files.append(parsed)
+            continue
         try:
             parsed = parse_source(source)
         except ParseError as err:
@@ -106,6 +141,8 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None) 
             continue
         if parsed is not None:
             project.files.append(parsed)
+            if cache is not None:
+                cache.put(source, parsed)
     link(project)
     return project
 
