@@ -147,8 +147,9 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
         if not chosen and not post_done:
             edits = post_edits(project)
             post_done = True
-        if not edits:
-            break
+        if not edits:      # converged: this pass's findings are the answer
+            return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
+                           suppressed)
         by_file: dict[Path, list[Edit]] = {}
         for edit in edits:
             by_file.setdefault(edit.file.path, [])

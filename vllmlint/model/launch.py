@@ -71,12 +71,16 @@ class Arg:
     # rule edit inside a token (one key of a JSON value) without rewriting the token
     locate: Callable[[], Sequence[int] | None] | None = field(default=None, repr=False, compare=False)
 
+    _offsets: object = field(default=None, repr=False, compare=False)     # memo of `offsets`
+
     @property
     def offsets(self) -> Sequence[int] | None:
         if self.locate is None:
             return None
-        offs = self.locate()
-        return offs if offs is not None and len(offs) == len(self.value) else None
+        if self._offsets is None:       # the file's text never changes under a parsed Arg
+            offs = self.locate()
+            self._offsets = (offs if offs is not None and len(offs) == len(self.value) else None,)
+        return self._offsets[0]
 
     def sub_span(self, start: int, end: int) -> Span | None:
         """File span of value[start:end], when the value maps back to the file. A character

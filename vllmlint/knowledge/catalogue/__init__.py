@@ -85,6 +85,7 @@ class Catalogue:
         self.json: dict = data.get("json", {})
         self._options: dict[str, str] | None = None
         self._sorted: list[str] | None = None
+        self._close_env: dict[str, list[str]] = {}      # did-you-mean answers, asked per launch and step
 
     def __repr__(self) -> str:
         return f"<Catalogue vLLM {self.version}>"
@@ -156,9 +157,11 @@ class Catalogue:
         return name in self.env or name in self.env_adhoc
 
     def close_env(self, name: str) -> list[str]:
-        import difflib
+        if name not in self._close_env:
+            import difflib
 
-        return difflib.get_close_matches(name, list(self.env), n=1, cutoff=0.85)
+            self._close_env[name] = difflib.get_close_matches(name, list(self.env), n=1, cutoff=0.85)
+        return self._close_env[name]
 
     # -- JSON config flags ----------------------------------------------------------------
     def json_flag(self, flag: str) -> dict | None:
