@@ -93,4 +93,5 @@ class ScaleOutEnvRemoved(Rule):
                                          for l in dedicated}))
             message = f"{head}; {kinds} always serve the scale-out endpoints, remove it"
         edits = list(entry.removal) + [l.append_edit(FLAG) for l in need]
-        return self.finding(entry.file, entry.span, message, Fix(edits, f"replace {ENV_NAME} with {FLAG}"))
+        return self.finding(entry.file, entry.span, message, Fix(edits, f"replace {ENV_NAME} with {FLAG}"),
+                            launches=need, min_release=(0, 30, 0))

@@ -67,4 +67,5 @@ class ScaleOutEndpointsNotEnabled(Rule):
             if edit is None:
                 message += f"; add {FLAG} by hand ({launch.not_editable or 'argv not editable'})"
             yield self.finding(launch.file, launch.span, message,
-                               Fix([edit], f"add {FLAG}") if edit else None)
+                               Fix([edit], f"add {FLAG}") if edit else None,
+                               launches=[launch], min_release=(0, 30, 0))

@@ -66,7 +66,7 @@ class KvLoadFailurePolicy(Rule):
                                    f"{KEY} inside {where} is never read (vLLM only reads it at the top level "
                                    f"of --kv-transfer-config), so the default `fail` applies; move it to the top level",
                                    Fix(edits, f"move {KEY} to the top level", "unsafe") if edits else None,
-                                   severity="warning")
+                                   severity="warning", launches=[launch], min_release=(0, 13, 0))
             if policy == "recompute" and cfg.bidirectional:
                 yield self.finding(cfg.file, cfg.span((KEY,)),
                                    f"{KEY}=recompute handles transfers that fail; with bidirectional_kv_xfer a "

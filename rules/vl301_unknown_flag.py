@@ -62,7 +62,8 @@ class UnknownFlag(Rule):
                     launch.file, where,
                     f"`{opt.name}` is an abbreviation of `{m.flag}`: vLLM {self.target_str} expands it, "
                     f"but any new flag with the same prefix makes it ambiguous; write `{m.flag}`",
-                    Fix([edit], f"write {m.flag}") if edit else None, severity="warning")
+                    Fix([edit], f"write {m.flag}") if edit else None, severity="warning",
+                    launches=[launch], min_release=self.target)
                 continue
             if m.kind == "ambiguous":
                 yield self.finding(

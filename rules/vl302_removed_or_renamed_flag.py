@@ -69,7 +69,8 @@ class RemovedOrRenamedFlag(Rule):
                 edit = opt.rename(new)
                 yield self.finding(launch.file, where,
                                    head + f"refuses to start; it was renamed `{new}` in {self._renamed_in(hist, name)}",
-                                   Fix([edit], f"rename to {new}") if edit else None)
+                                   Fix([edit], f"rename to {new}") if edit else None,
+                                   launches=[launch], min_release=self.target)
                 continue
             takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
             yield self.finding(launch.file, where,

@@ -133,7 +133,8 @@ class RemovedEnvVar(Rule):
         if entry.removal is None:
             return self.finding(entry.file, entry.span, head + "; remove it by hand")
         return self.finding(entry.file, entry.span, head + "; nothing replaces it: remove it",
-                            Fix(list(entry.removal), f"remove {name}"))
+                            Fix(list(entry.removal), f"remove {name}"), launches=entry.launches,
+                            min_release=self.target)
 
     def _to_flag(self, cat, entry, head, flag, serves):
         name = entry.name
@@ -170,7 +171,8 @@ class RemovedEnvVar(Rule):
         edits = list(entry.removal) + [l.append_edit(token) for l in need]
         what = f"replace it with {token}" if need else (f"{flag} is already set: remove it" if token else
                                                          "its value is false: remove it")
-        return self.finding(entry.file, entry.span, say + f"; {what}", Fix(edits, f"replace {name} with {flag}"))
+        return self.finding(entry.file, entry.span, say + f"; {what}", Fix(edits, f"replace {name} with {flag}"),
+                            launches=entry.launches, min_release=self.target)
 
     def _rename(self, entry, head, new, serves):
         say = head + f"; it was renamed {new}"
@@ -180,14 +182,16 @@ class RemovedEnvVar(Rule):
             if entry.removal is None:
                 return self.finding(entry.file, entry.span, say + f" and {new} is set: remove it by hand")
             return self.finding(entry.file, entry.span, say + f" and {new} is set: remove it",
-                                Fix(list(entry.removal), f"remove {entry.name}"))
+                                Fix(list(entry.removal), f"remove {entry.name}"), launches=entry.launches,
+                                min_release=self.target)
         text = entry.file.text[entry.span[0]:entry.span[1]]
         at = text.find(entry.name)
         if at < 0:
             return self.finding(entry.file, entry.span, say)
         start = entry.span[0] + at
         return self.finding(entry.file, entry.span, say + f": write {new}",
-                            Fix([Edit(entry.file, start, start + len(entry.name), new)], f"rename to {new}"))
+                            Fix([Edit(entry.file, start, start + len(entry.name), new)], f"rename to {new}"),
+                            launches=entry.launches, min_release=self.target)
 
 
 def _nowhere(entry) -> str:

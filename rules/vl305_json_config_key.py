@@ -122,7 +122,8 @@ class JsonConfigKey(Rule):
                                        f"`{key}` in kv_connector_extra_config is no longer read by NixlConnector "
                                        f"(last read in {gone.last}, ignored from {gone.removed_in}): vLLM "
                                        f"{self.target_str} silently ignores it" + ("; remove it" if edits else ""),
-                                       Fix(edits, f"remove {key}") if edits else None, severity="warning")
+                                       Fix(edits, f"remove {key}") if edits else None, severity="warning",
+                                       launches=[launch], min_release=self.target)
                     continue
                 close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
                 if close:

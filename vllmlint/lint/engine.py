@@ -33,11 +33,32 @@ class Outcome:
         return {p: (self.originals[p], t) for p, t in self.texts.items() if t != self.originals[p].text}
 
 
-def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=None):
-    """Findings after suppressions and severity overrides; the suppressed ones with reasons."""
+def gate_fixes_by_release(findings: list[Finding]) -> None:
+    """A fix never changes what the deployed release does today: when a launch it changes runs
+    an older release than the fixed config needs, the fix is left to `migrate` (which bumps the
+    tag or pin in the same edit set) and the finding says so."""
+    from ..knowledge.versions import fmt
+
+    for f in findings:
+        fix = f.fix
+        if fix is None or fix.min_release is None:
+            continue
+        older = [l for l in fix.launches if l.release is not None and l.release < fix.min_release]
+        if older:
+            launch = older[0]
+            f.fix, f.fixable = None, False
+            f.message += (f" (runs {fmt(launch.release)} today, {launch.release_from}: the fix belongs to the "
+                          f"upgrade, `vllmlint migrate --to {fmt(fix.min_release)}`)")
+
+
+def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=None, gate: bool = False):
+    """Findings after suppressions and severity overrides; the suppressed ones with reasons.
+    `gate`: withhold fixes that need a newer release than their launch runs (check, not migrate)."""
     from . import suppress
 
     findings, problems = run_rules(project, [r for r in rules if not getattr(r, "post", False)], unsafe)
+    if gate:
+        gate_fixes_by_release(findings)
     dirs = [d for source in project.sources for d in suppress.directives(source)]
     ranges = [(pf.source, *r) for pf in project.files for r in pf.ignore_ranges]
     per_file = (lambda f: settings.ignored_codes(f.file.display, f.file.path)) if settings else (lambda f: [])
@@ -126,10 +147,12 @@ def _fix_key(finding: Finding) -> tuple:
 
 
 def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
-                  post_edits=None, unsafe: bool = False, settings=None, cache: ParseCache | None = None) -> Outcome:
+                  post_edits=None, unsafe: bool = False, settings=None, cache: ParseCache | None = None,
+                  gate: bool = True, extra_images: tuple[str, ...] = ()) -> Outcome:
     """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate).
     `cache`: parsed files to reuse (a migrate chain shares one across its steps); each pass
-    re-parses only the files the previous pass changed."""
+    re-parses only the files the previous pass changed. `gate`: see gate_fixes_by_release
+    (off for migrate, whose tag and pin bumps go with its fixes)."""
     cache = cache if cache is not None else ParseCache()
     overrides: dict[Path, str] = {}
     originals: dict[Path, SourceFile] = {}
@@ -138,8 +161,8 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     refused: set = set()
     post_done = post_edits is None
     for _ in range(MAX_PASSES):
-        project = load(candidates, overrides, cache)
-        findings, suppressed, problems = analyse(project, rules, unsafe, settings)
+        project = load(candidates, overrides, cache, extra_images)
+        findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
         if not fix:
             return Outcome(findings, project.problems + problems, project, suppressed=suppressed)
         chosen = _choose(findings, refused)
@@ -173,8 +196,8 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                 refused.add(_fix_key(finding))
             else:
                 fixed.append(finding)
-    project = load(candidates, overrides, cache)
-    findings, suppressed, problems = analyse(project, rules, unsafe, settings)
+    project = load(candidates, overrides, cache, extra_images)
+    findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
     return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                    suppressed)
 

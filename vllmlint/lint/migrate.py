@@ -162,7 +162,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) ->
         last = i + 1 == len(steps)
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
-                                    cache=cache)
+                                    cache=cache, gate=False)
         changed = outcome.changed()
         for path, (orig, new) in changed.items():
             originals.setdefault(path, orig)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .discovery import Candidate
 from ..model.launch import EnvEntry, Launch, ParsedFile, ParseError, SourceFile
+from .releases import assign_releases
 from .sources import Unreadable, read_source
 
 
@@ -107,7 +108,7 @@ class ParseCache:
 
 
 def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
-         cache: ParseCache | None = None) -> Project:
+         cache: ParseCache | None = None, extra_images: tuple[str, ...] = ()) -> Project:
     project = Project()
     overrides = overrides or {}
     for cand in candidates:
@@ -144,6 +145,7 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
             if cache is not None:
                 cache.put(source, parsed)
     link(project)
+    assign_releases(project, extra_images)
     return project
 
 

