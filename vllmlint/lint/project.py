@@ -90,6 +90,9 @@ class ParseCache:
         # no part of the key: discovery gives a path and text one kind (a parser may refine it).
         self._by_path: dict[Path, tuple[str, ParsedFile, list, list]] = {}
 
+    def __len__(self) -> int:
+        return len(self._by_path)
+
     def get(self, source: SourceFile) -> ParsedFile | None:
         hit = self._by_path.get(source.path)
         if hit is None or hit[0] != source.text:
@@ -107,43 +110,112 @@ class ParseCache:
                                       [list(e.launches) for e in parsed.env])
 
 
+# Trees with at least this many files to parse are parsed in worker processes (one per core,
+# at most MAX_WORKERS); below it, starting workers costs more than it saves. `VLLMLINT_JOBS=1`
+# forces one process (and `=N` a count). Results are merged in discovery order, so the output
+# is byte-identical whatever the number of workers (tests/test_parallel.py).
+PARALLEL_MIN_FILES = 400
+MAX_WORKERS = 8
+_CHUNK = 48
+
+
+def workers_for(n_files: int) -> int:
+    import os
+
+    forced = os.environ.get("VLLMLINT_JOBS", "").strip()
+    if forced.isdigit() and int(forced) >= 1:
+        return min(int(forced), MAX_WORKERS)
+    if n_files < PARALLEL_MIN_FILES or ON_FILE is not None:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:               # not Linux: os.cpu_count() counts cores we may not get
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
+
+
+def _read_and_parse(cand: Candidate, override: str | None):
+    """One file: ("file", ParsedFile) | ("other", SourceFile) | ("problem", Problem) | None."""
+    try:
+        source = read_source(cand.path, cand.display, cand.kind)
+    except Unreadable as err:
+        return "problem", Problem(cand.display, err.line, err.reason)
+    if override is not None:
+        source.text = override
+    if cand.kind == "requirements":
+        return "other", source
+    try:
+        parsed = parse_source(source)
+    except ParseError as err:
+        return "problem", Problem(cand.display, err.line, err.reason)
+    except RecursionError:
+        return "problem", Problem(cand.display, 1, "nested too deeply to read")
+    except Exception as err:     # a parser bug on odd input: report this file, check the others
+        return "problem", Problem(cand.display, 1, f"internal error while reading it: "
+                                                   f"{type(err).__name__}: {err} (please report)")
+    return ("file", parsed) if parsed is not None else None
+
+
+def _parse_chunk(work: list[tuple[Candidate, str | None]]) -> list:
+    return [_read_and_parse(cand, override) for cand, override in work]
+
+
+def _parse_all(work: list[tuple[Candidate, str | None]]) -> list:
+    """Each file's result, in order; in worker processes when the tree is big enough and the
+    platform can fork (a forked worker inherits the imported parsers: no start-up cost)."""
+    jobs = workers_for(len(work))
+    if jobs > 1:
+        import multiprocessing
+
+        if "fork" in multiprocessing.get_all_start_methods():
+            chunks = [work[i:i + _CHUNK] for i in range(0, len(work), _CHUNK)]
+            for kind in {cand.kind for cand, _ in work}:
+                parser_for(kind)          # import before forking, once, not in every worker
+            try:
+                with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                    return [r for chunk in pool.imap(_parse_chunk, chunks) for r in chunk]
+            except (OSError, ImportError):  # no /dev/shm, no fork allowed: one process it is
+                pass
+    return _parse_chunk(work)
+
+
 def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
          cache: ParseCache | None = None, extra_images: tuple[str, ...] = ()) -> Project:
     project = Project()
     overrides = overrides or {}
-    for cand in candidates:
+    results: list = [None] * len(candidates)
+    todo: list[int] = []
+    for i, cand in enumerate(candidates):
         if ON_FILE is not None:
             ON_FILE(cand)
-        try:
-            source = read_source(cand.path, cand.display, cand.kind)
-        except Unreadable as err:
-            project.problems.append(Problem(cand.display, err.line, err.reason))
+        if cache:             # an empty cache (a first pass) has nothing to reuse: skip the read
+            try:
+                source = read_source(cand.path, cand.display, cand.kind)
+            except Unreadable as err:
+                results[i] = "problem", Problem(cand.display, err.line, err.reason)
+                continue
+            if cand.path in overrides:
+                source.text = overrides[cand.path]
+            hit = cache.get(source) if cand.kind != "requirements" else None
+            if hit is not None:
+                results[i] = "cached", hit
+                continue
+        todo.append(i)
+    parsed_now = _parse_all([(candidates[i], overrides.get(candidates[i].path)) for i in todo])
+    for i, result in zip(todo, parsed_now):
+        results[i] = result
+        if result is not None and result[0] == "file" and cache is not None:
+            cache.put(result[1].source, result[1])
+    for result in results:
+        if result is None:
             continue
-        if cand.path in overrides:
-            source.text = overrides[cand.path]
-        if cand.kind == "requirements":
-            project.others.append(source)
-            continue
-        parsed = cache.get(source) if cache is not None else None
-        if parsed is not None:
-            project.files.append(parsed)
-            continue
-        try:
-            parsed = parse_source(source)
-        except ParseError as err:
-            project.problems.append(Problem(cand.display, err.line, err.reason))
-            continue
-        except RecursionError:
-            project.problems.append(Problem(cand.display, 1, "nested too deeply to read"))
-            continue
-        except Exception as err:     # a parser bug on odd input: report this file, check the others
-            project.problems.append(Problem(cand.display, 1, f"internal error while reading it: "
-                                                             f"{type(err).__name__}: {err} (please report)"))
-            continue
-        if parsed is not None:
-            project.files.append(parsed)
-            if cache is not None:
-                cache.put(source, parsed)
+        what, value = result
+        if what in ("file", "cached"):
+            project.files.append(value)
+        elif what == "other":
+            project.others.append(value)
+        else:
+            project.problems.append(value)
     link(project)
     assign_releases(project, extra_images)
     return project

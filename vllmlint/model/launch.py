@@ -63,6 +63,24 @@ class Fix:
     min_release: tuple[int, int, int] | None = None
 
 
+class KnownOffsets:
+    """A `locate` whose answer is already known (an Arg that came from a worker process)."""
+
+    __slots__ = ("offsets",)
+
+    def __init__(self, offsets: Sequence[int] | None):
+        self.offsets = offsets
+
+    def __call__(self) -> Sequence[int] | None:
+        return self.offsets
+
+    def __getstate__(self):
+        return (self.offsets,)          # a tuple: pickle skips __setstate__ for a false state
+
+    def __setstate__(self, state):
+        self.offsets = state[0]
+
+
 @dataclass
 class Arg:
     """One argv token. `span` is the raw token in the file (quotes included) when it has one."""
@@ -86,6 +104,19 @@ class Arg:
             offs = self.locate()
             self._offsets = (offs if offs is not None and len(offs) == len(self.value) else None,)
         return self._offsets[0]
+
+    def __getstate__(self) -> dict:
+        """Pickled (a worker process sends parsed files back): the front end's `locate` closure
+        cannot travel, so the offsets are resolved here and sent as data; a token that maps
+        character for character onto the file travels as a range."""
+        state = dict(self.__dict__)
+        if self.locate is not None:
+            offs = self.offsets
+            if offs and offs[-1] - offs[0] == len(offs) - 1 and list(offs) == list(range(offs[0], offs[-1] + 1)):
+                offs = range(offs[0], offs[-1] + 1)
+            state["locate"] = KnownOffsets(offs)
+        state["_offsets"] = None
+        return state
 
     def sub_span(self, start: int, end: int) -> Span | None:
         """File span of value[start:end], when the value maps back to the file. A character
