@@ -13,8 +13,12 @@ FALSY = {"0", "false", "no", "off", ""}
 WRAPPER_VARS = {"VLLM_ADDITIONAL_ARGS", "VLLM_API_SERVER_COUNT"}
 
 
-def _consumed(text: str, name: str) -> bool:
-    """The same file reads `$NAME` / `${NAME}` (a RUN, an entrypoint, an env-to-flag mapper)."""
+def _consumed(entry) -> bool:
+    """The same file reads `$NAME` / `${NAME}` (a RUN, an entrypoint, an env-to-flag mapper), outside
+    the setting itself (compose's `NAME=${NAME:-1}` passes the host's value on: not a reader)."""
+    text, name = entry.file.text, entry.name
+    if entry.span:
+        text = text[:entry.span[0]] + text[entry.span[1]:]
     return re.search(r"\$\{?" + re.escape(name) + r"(?![A-Za-z0-9_])", text) is not None
 
 
@@ -107,7 +111,7 @@ class RemovedEnvVar(Rule):
                                        f"{name} is read only from vLLM {added} on: vLLM {self.target_str} ignores it "
                                        f"(it only warns about unknown VLLM_* variables)")
                     continue
-                if not name.startswith("VLLM_") or name in WRAPPER_VARS or _consumed(pf.source.text, name):
+                if not name.startswith("VLLM_") or name in WRAPPER_VARS or _consumed(entry):
                     continue
                 close = cat.close_env(name)
                 first, last = versions()[0], versions()[-1]
