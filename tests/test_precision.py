@@ -1,0 +1,80 @@
+"""Issue 14: fixes never change what the release a launch runs today does.
+
+`check --fix` over a copy of the whole shared corpus: for every launch whose current release
+is known, no flag the fix added is one that release does not accept, and no variable the fix
+removed is one that release still reads."""
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vllmlint.cli import main
+from vllmlint.knowledge.catalogue import for_target
+from vllmlint.lint.discovery import discover
+from vllmlint.lint.project import load
+
+CORPUS = Path("/work/shared/corpus/files")
+if not CORPUS.is_dir():
+    CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus" / "files"
+
+
+def _flags(launch) -> set[str]:
+    return {a.value.split("=", 1)[0] for a in launch.argv[launch.options_start:]
+            if isinstance(a.value, str) and a.value.startswith("--")}
+
+
+def _state(root: Path):
+    candidates, _ = discover([str(root)])
+    project = load(candidates)
+    launches = defaultdict(list)
+    env = defaultdict(set)
+    for pf in project.files:
+        for launch in pf.launches:
+            launches[pf.source.display].append((launch.release, _flags(launch)))
+        for entry in pf.env:
+            env[pf.source.display].add(entry.name)
+    releases = {pf.source.display: {l.release for l in pf.launches} for pf in project.files}
+    return launches, env, releases
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
+def test_fix_keeps_every_launch_on_the_release_it_runs(tmp_path, monkeypatch):
+    work = tmp_path / "files"
+    shutil.copytree(CORPUS, work, copy_function=shutil.copyfile)
+    monkeypatch.chdir(work)
+    before_launches, before_env, releases = _state(Path("."))
+    CliRunner().invoke(main, ["check", "--fix", "."], catch_exceptions=False)
+    after_launches, after_env, _ = _state(Path("."))
+    checked = 0
+    for path, launches in after_launches.items():
+        old = {f for _, flags in before_launches.get(path, []) for f in flags}
+        for release, flags in launches:
+            if release is None or (cat := for_target(release)) is None:
+                continue
+            checked += 1
+            for flag in flags - old:           # added by a fix
+                assert cat.match(flag).kind == "exact", f"{path}: {flag} is not accepted by {release}"
+    for path, names in before_env.items():
+        for release in releases.get(path, set()):
+            if release is None or (cat := for_target(release)) is None:
+                continue
+            for name in names - after_env.get(path, set()):     # removed by a fix
+                assert not cat.reads_env(name), f"{path}: {name} removed but {release} reads it"
+    assert checked > 0
+
+
+def test_disable_log_requests_fixed_only_with_the_release(tmp_path, monkeypatch):
+    """The pinned 0.9.0 service keeps its flag under --fix; migrate removes it with the bump."""
+    (tmp_path / "docker-compose.yml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.9.0\n"
+        '    command: ["--model", "Qwen/Qwen2.5-7B-Instruct", "--disable-log-requests"]\n')
+    monkeypatch.chdir(tmp_path)
+    before = (tmp_path / "docker-compose.yml").read_bytes()
+    result = CliRunner().invoke(main, ["check", "--fix", "."], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert (tmp_path / "docker-compose.yml").read_bytes() == before
+    assert "vllmlint migrate --to 0.30.0" in result.stdout
