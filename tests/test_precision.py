@@ -78,3 +78,17 @@ def test_disable_log_requests_fixed_only_with_the_release(tmp_path, monkeypatch)
     assert result.exit_code == 1
     assert (tmp_path / "docker-compose.yml").read_bytes() == before
     assert "vllmlint migrate --to 0.30.0" in result.stdout
+
+
+@pytest.mark.parametrize("args", [["check", "--target-version", "0.99.0"], ["check", "--target-version", "0.5.0"],
+                                  ["migrate", "--to", "9.9.9"], ["migrate", "--from", "0.1.0", "--to", "0.30.0"]])
+def test_unknown_release_is_a_usage_error(tmp_path, args):
+    result = CliRunner().invoke(main, args + [str(tmp_path)])
+    assert result.exit_code == 2
+    assert "0.6.6-0.33.0" in result.output and "extract_catalogue.py" in result.output
+
+
+def test_latest_is_the_newest_catalogued(tmp_path):
+    (tmp_path / "serve.sh").write_text("vllm serve m --disable-log-requests\n")
+    result = CliRunner().invoke(main, ["check", "--target-version", "latest", str(tmp_path)])
+    assert result.exit_code == 1 and "vLLM 0.33.0 refuses to start" in result.stdout
