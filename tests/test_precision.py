@@ -92,3 +92,40 @@ def test_latest_is_the_newest_catalogued(tmp_path):
     (tmp_path / "serve.sh").write_text("vllm serve m --disable-log-requests\n")
     result = CliRunner().invoke(main, ["check", "--target-version", "latest", str(tmp_path)])
     assert result.exit_code == 1 and "vLLM 0.33.0 refuses to start" in result.stdout
+
+
+KUSTOMIZATION = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+images:
+  - name: pytorch/torchserve-kfs
+    newTag: 0.9.0
+  - name: vllm
+    newName: vllm/vllm-openai
+    newTag: v0.29.0
+  - name: kserve/router
+    newTag: v0.15.0
+"""
+
+
+def _migrate(tmp_path, files: dict[str, str], *args):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", *args, str(tmp_path)], catch_exceptions=False)
+    return result, {name: (tmp_path / name).read_text() for name in files}
+
+
+def test_kustomize_bumps_only_the_vllm_entry(tmp_path):
+    result, out = _migrate(tmp_path, {"kustomization.yaml": KUSTOMIZATION})
+    assert out["kustomization.yaml"] == KUSTOMIZATION.replace("newTag: v0.29.0", "newTag: v0.30.0")
+    assert "0.9.0" not in result.output.replace("0.29.0", "")
+
+
+def test_four_part_tag_replaced_whole_and_variant_left(tmp_path):
+    compose = ("services:\n  a:\n    image: vllm/vllm-openai:v0.9.0.1\n"
+               "  b:\n    image: vllm/vllm-openai:v0.29.0-cu129\n"
+               "  c:\n    image: vllm/vllm-openai:latest\n")
+    result, out = _migrate(tmp_path, {"docker-compose.yml": compose})
+    assert out["docker-compose.yml"] == compose.replace("v0.9.0.1", "v0.30.0")
+    assert "v0.30.0.1" not in result.output
+    assert "variant suffix" in result.output
