@@ -1,5 +1,18 @@
-from vllmlint.model.launch import Fix
+from vllmlint.model.launch import Fix, remove_args
 from vllmlint.lint.registry import Rule
+
+
+# boolean flags whose removal keeps behaviour on the release that dropped them: request logging
+# is off by default since `--enable-log-requests` replaced `--disable-log-requests`; the v2 block
+# manager is the only one since `--use-v2-block-manager` went (it had been a no-op)
+SAFE_TO_REMOVE = {"--disable-log-requests", "--use-v2-block-manager"}
+# flags folded into `--speculative-config` (0.10): the JSON key each one became
+SPECULATIVE = {"--speculative-model": "model", "--num-speculative-tokens": "num_speculative_tokens",
+               "--speculative-draft-tensor-parallel-size": "draft_tensor_parallel_size",
+               "--ngram-prompt-lookup-max": "prompt_lookup_max", "--ngram-prompt-lookup-min": "prompt_lookup_min",
+               "--speculative-max-model-len": "max_model_len",
+               "--speculative-disable-by-batch-size": "disable_by_batch_size",
+               "--speculative-model-quantization": "quantization"}
 
 
 class RemovedOrRenamedFlag(Rule):
@@ -32,7 +45,13 @@ class RemovedOrRenamedFlag(Rule):
     `--enable-log-requests` replaced it) is reported for a human to delete.
 
     ## Fix safety
-    Safe when the flag was renamed: the new flag is the same field under a new name. A flag
+    Safe when the flag was renamed: the new flag is the same field under a new name. Safe when
+    removal keeps behaviour: `--disable-log-requests` (request logging is off by default since it
+    went) and `--use-v2-block-manager` (a no-op before it went) are deleted, only together with an
+    upgrade to a release that no longer has them. The speculative-decoding flags
+    (`--speculative-model`, `--num-speculative-tokens`, ...) were folded into
+    `--speculative-config` JSON: the finding names the key each became; deleting them would turn
+    speculative decoding off, so they are never just removed. Any other flag
     removed without a successor has no fix: deleting it (and its value) may change what the
     deployment does, so that is left to a human.
     """
@@ -72,7 +91,20 @@ class RemovedOrRenamedFlag(Rule):
                                    Fix([edit], f"rename to {new}") if edit else None,
                                    launches=[launch], min_release=self.target)
                 continue
+            if name in SPECULATIVE and "--speculative-config" in cat.options:
+                yield self.finding(launch.file, where,
+                                   f"`{opt.name}` was removed in vLLM {gone.removed_in}: set \"{SPECULATIVE[name]}\" "
+                                   f"in --speculative-config instead (removing it turns speculative decoding off)")
+                continue
             takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
+            if name in SAFE_TO_REMOVE and not takes and not opt.inline:
+                edits = remove_args([opt.arg])
+                yield self.finding(launch.file, where,
+                                   f"`{opt.name}` was removed in vLLM {gone.removed_in} (its behaviour is now the "
+                                   f"default): vLLM {self.target_str} refuses to start; remove it",
+                                   Fix(edits, f"remove {opt.name}") if edits else None,
+                                   launches=[launch], min_release=self.target)
+                continue
             yield self.finding(launch.file, where,
                                head + "refuses to start (unrecognized arguments); remove it"
                                + (" and its value" if takes else ""))

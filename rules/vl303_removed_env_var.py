@@ -8,6 +8,18 @@ VLLM_IMAGE_TEXT = re.compile(r"vllm/vllm-(?:openai|tpu|cpu|rocm)\b|\bvllm-openai
 SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:/+-]+$")
 TRUTHY = {"1", "true", "yes", "on"}
 FALSY = {"0", "false", "no", "off", ""}
+# variables that launch wrappers read, not vLLM: KServe's huggingfaceserver passes
+# VLLM_ADDITIONAL_ARGS as the launch's flags and VLLM_API_SERVER_COUNT as --api-server-count
+WRAPPER_VARS = {"VLLM_ADDITIONAL_ARGS", "VLLM_API_SERVER_COUNT"}
+
+
+def _consumed(entry) -> bool:
+    """The same file reads `$NAME` / `${NAME}` (a RUN, an entrypoint, an env-to-flag mapper), outside
+    the setting itself (compose's `NAME=${NAME:-1}` passes the host's value on: not a reader)."""
+    text, name = entry.file.text, entry.name
+    if entry.span:
+        text = text[:entry.span[0]] + text[entry.span[1]:]
+    return re.search(r"\$\{?" + re.escape(name) + r"(?![A-Za-z0-9_])", text) is not None
 
 
 class RemovedEnvVar(Rule):
@@ -23,7 +35,10 @@ class RemovedEnvVar(Rule):
     a variable an earlier release read and the target does not is reported with the release
     that removed it (warning); a `VLLM_*` name no release ever read - usually the
     application's own variable that happens to share the prefix - is reported as unknown
-    (info), with "did you mean" when it is close to a real one.
+    (info), or a warning with "did you mean" when it is close to a real one. Variables that a
+    launch wrapper reads are not reported: KServe's `VLLM_ADDITIONAL_ARGS` (the launch's flags)
+    and `VLLM_API_SERVER_COUNT`, and any variable the same file reads as `$NAME` (a Dockerfile
+    `RUN`, an entrypoint script, an env-to-flag mapper).
 
     ## Why
     vLLM only warns about an unknown `VLLM_*` variable (`validate_environ`; an error only with
@@ -96,16 +111,14 @@ class RemovedEnvVar(Rule):
                                        f"{name} is read only from vLLM {added} on: vLLM {self.target_str} ignores it "
                                        f"(it only warns about unknown VLLM_* variables)")
                     continue
-                if not name.startswith("VLLM_"):
+                if not name.startswith("VLLM_") or name in WRAPPER_VARS or _consumed(entry):
                     continue
                 close = cat.close_env(name)
                 first, last = versions()[0], versions()[-1]
                 yield self.finding(entry.file, entry.span,
-                                   f"{name} is not a vLLM environment variable (no catalogued release {first}-{last} "
-                                   f"reads it): "
-                                   f"vLLM {self.target_str} logs `Unknown vLLM environment variable` and ignores it"
-                                   + (f"; did you mean {close[0]}?" if close else
-                                      "; if your application reads it, keep it"), severity="info")
+                                   f"{name} is not a vLLM variable (no release {first}-{last} reads it): vLLM ignores it"
+                                   + (f"; did you mean {close[0]}?" if close else "; keep it if your app reads it"),
+                                   severity="warning" if close else "info")
 
     # -- a variable an earlier release read --------------------------------------------------
     def _removed(self, cat, entry, gone):

@@ -19,10 +19,21 @@ DEFAULT_TARGET = "0.30.0"
 
 
 def _target(ctx, param, value):
+    """A catalogued release, or `latest` (the newest catalogued); anything else is a usage error."""
+    from .knowledge.catalogue import versions
+    known = versions()
+    if value.strip().lower() == "latest":
+        return parse_version(known[-1])
     try:
-        return parse_version(value)
-    except ValueError as err:
-        raise click.BadParameter(str(err)) from None
+        version = parse_version(value)
+    except ValueError:
+        version = None
+    if version is None or ".".join(map(str, version)) not in known:
+        raise click.BadParameter(
+            f"{value!r} is not a catalogued vLLM release: use one of {known[0]}-{known[-1]} "
+            f"({', '.join(known[-4:])}, ...) or `latest`; to add a release, run "
+            f"`python scripts/extract_catalogue.py vllm-X.Y.Z-*.whl` (README: Version catalogue)")
+    return version
 
 
 def _target_or_none(ctx, param, value):

@@ -14,8 +14,20 @@ from ..knowledge.versions import fmt, parse_version
 
 IMAGE_TAG_RE = re.compile(
     r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
-    r":(?P<tag>v?\d+\.\d+\.\d+(?:\.post\d+)?)(?P<digest>@sha256:[0-9a-f]+)?")
-KUSTOMIZE_TAG_RE = re.compile(r"(?m)^(?P<lead>\s*newTag:\s*[\"']?)(?P<tag>v?\d+\.\d+\.\d+(?:\.post\d+)?)")
+    r":(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)(?P<digest>@sha256:[0-9a-f]+)?")
+KUSTOMIZE_TAG_RE = re.compile(r"(?m)^(?P<lead>\s*newTag:\s*[\"']?)(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)")
+# the forms a bump rewrites whole: vX.Y.Z, X.Y.Z, vX.Y.Z.N, X.Y.Z.postN
+PLAIN_TAG_RE = re.compile(r"^v?\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?$")
+ITEM_RE = re.compile(r"(?m)^[ \t]*-[ \t]")
+VLLM_NAME_RE = re.compile(r"(?:name|newName):\s*[\"']?(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai\b")
+
+
+def _vllm_kustomize_entry(text: str, at: int) -> bool:
+    """The `images:` entry holding the newTag at `at` names a vLLM image (`name` or `newName`)."""
+    starts = [m.start() for m in ITEM_RE.finditer(text, 0, at)]
+    start = starts[-1] if starts else 0
+    nxt = ITEM_RE.search(text, at)
+    return bool(VLLM_NAME_RE.search(text[start:nxt.start() if nxt else len(text)]))
 PIN_RE = re.compile(r"(?<![\w./-])(?P<name>vllm(?:\[[\w,\s-]+\])?)\s*==\s*(?P<ver>\d+\.\d+\.\d+(?:\.post\d+)?)")
 
 
@@ -41,6 +53,11 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
             new_tag = ("v" if tag.startswith("v") else "") + fmt(target)
             line = source.line_col(m.start())[0]
             old = m.group(0)
+            if not PLAIN_TAG_RE.match(tag):
+                bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}-…", "image tag", None,
+                                  f"tag {tag} has a variant suffix: bump it by hand to a {fmt(target)} tag "
+                                  f"of the same variant that exists in the registry"))
+                continue
             if m.group("digest"):
                 bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag", None,
                                   "pinned by digest: pick the new digest by hand"))
@@ -50,6 +67,12 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
         if source.kind in ("yaml", "k8s", "compose") and re.search(r"newName:\s*[\"']?(?:[\w.\-]+/)?vllm/vllm-openai", text):
             for m in KUSTOMIZE_TAG_RE.finditer(text):
                 tag = m.group("tag")
+                if not _vllm_kustomize_entry(text, m.start("tag")):
+                    continue
+                if parse_version(tag) < target and not PLAIN_TAG_RE.match(tag):
+                    bumps.append(Bump(source, source.line_col(m.start("tag"))[0], tag, fmt(target) + "-…",
+                                      "image tag", None, f"tag {tag} has a variant suffix: bump it by hand"))
+                    continue
                 if parse_version(tag) < target:
                     new_tag = ("v" if tag.startswith("v") else "") + fmt(target)
                     bumps.append(Bump(source, source.line_col(m.start("tag"))[0], tag, new_tag, "image tag",
@@ -83,6 +106,8 @@ def detect_version(project: Project) -> Detected | None:
                                   f"image tag {m.group(0)} ({source.display}:{source.line_col(m.start())[0]})"))
         if source.kind in ("yaml", "k8s", "compose") and re.search(r"newName:\s*[\"']?(?:[\w.\-]+/)?vllm/vllm-openai", text):
             for m in KUSTOMIZE_TAG_RE.finditer(text):
+                if not _vllm_kustomize_entry(text, m.start("tag")):
+                    continue
                 found.append(Detected(parse_version(m.group("tag")),
                                       f"newTag {m.group('tag')} ({source.display}:{source.line_col(m.start('tag'))[0]})"))
         if source.kind in ("dockerfile", "requirements"):

@@ -1,0 +1,131 @@
+"""Issue 14: fixes never change what the release a launch runs today does.
+
+`check --fix` over a copy of the whole shared corpus: for every launch whose current release
+is known, no flag the fix added is one that release does not accept, and no variable the fix
+removed is one that release still reads."""
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vllmlint.cli import main
+from vllmlint.knowledge.catalogue import for_target
+from vllmlint.lint.discovery import discover
+from vllmlint.lint.project import load
+
+CORPUS = Path("/work/shared/corpus/files")
+if not CORPUS.is_dir():
+    CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus" / "files"
+
+
+def _flags(launch) -> set[str]:
+    return {a.value.split("=", 1)[0] for a in launch.argv[launch.options_start:]
+            if isinstance(a.value, str) and a.value.startswith("--")}
+
+
+def _state(root: Path):
+    candidates, _ = discover([str(root)])
+    project = load(candidates)
+    launches = defaultdict(list)
+    env = defaultdict(set)
+    for pf in project.files:
+        for launch in pf.launches:
+            launches[pf.source.display].append((launch.release, _flags(launch)))
+        for entry in pf.env:
+            env[pf.source.display].add(entry.name)
+    releases = {pf.source.display: {l.release for l in pf.launches} for pf in project.files}
+    return launches, env, releases
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
+def test_fix_keeps_every_launch_on_the_release_it_runs(tmp_path, monkeypatch):
+    work = tmp_path / "files"
+    shutil.copytree(CORPUS, work, copy_function=shutil.copyfile)
+    monkeypatch.chdir(work)
+    before_launches, before_env, releases = _state(Path("."))
+    CliRunner().invoke(main, ["check", "--fix", "."], catch_exceptions=False)
+    after_launches, after_env, _ = _state(Path("."))
+    checked = 0
+    for path, launches in after_launches.items():
+        old = {f for _, flags in before_launches.get(path, []) for f in flags}
+        for release, flags in launches:
+            if release is None or (cat := for_target(release)) is None:
+                continue
+            checked += 1
+            for flag in flags - old:           # added by a fix
+                assert cat.match(flag).kind == "exact", f"{path}: {flag} is not accepted by {release}"
+    for path, names in before_env.items():
+        for release in releases.get(path, set()):
+            if release is None or (cat := for_target(release)) is None:
+                continue
+            for name in names - after_env.get(path, set()):     # removed by a fix
+                assert not cat.reads_env(name), f"{path}: {name} removed but {release} reads it"
+    assert checked > 0
+
+
+def test_disable_log_requests_fixed_only_with_the_release(tmp_path, monkeypatch):
+    """The pinned 0.9.0 service keeps its flag under --fix; migrate removes it with the bump."""
+    (tmp_path / "docker-compose.yml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.9.0\n"
+        '    command: ["--model", "Qwen/Qwen2.5-7B-Instruct", "--disable-log-requests"]\n')
+    monkeypatch.chdir(tmp_path)
+    before = (tmp_path / "docker-compose.yml").read_bytes()
+    result = CliRunner().invoke(main, ["check", "--fix", "."], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert (tmp_path / "docker-compose.yml").read_bytes() == before
+    assert "vllmlint migrate --to 0.30.0" in result.stdout
+
+
+@pytest.mark.parametrize("args", [["check", "--target-version", "0.99.0"], ["check", "--target-version", "0.5.0"],
+                                  ["migrate", "--to", "9.9.9"], ["migrate", "--from", "0.1.0", "--to", "0.30.0"]])
+def test_unknown_release_is_a_usage_error(tmp_path, args):
+    result = CliRunner().invoke(main, args + [str(tmp_path)])
+    assert result.exit_code == 2
+    assert "0.6.6-0.33.0" in result.output and "extract_catalogue.py" in result.output
+
+
+def test_latest_is_the_newest_catalogued(tmp_path):
+    (tmp_path / "serve.sh").write_text("vllm serve m --disable-log-requests\n")
+    result = CliRunner().invoke(main, ["check", "--target-version", "latest", str(tmp_path)])
+    assert result.exit_code == 1 and "vLLM 0.33.0 refuses to start" in result.stdout
+
+
+KUSTOMIZATION = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+images:
+  - name: pytorch/torchserve-kfs
+    newTag: 0.9.0
+  - name: vllm
+    newName: vllm/vllm-openai
+    newTag: v0.29.0
+  - name: kserve/router
+    newTag: v0.15.0
+"""
+
+
+def _migrate(tmp_path, files: dict[str, str], *args):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", *args, str(tmp_path)], catch_exceptions=False)
+    return result, {name: (tmp_path / name).read_text() for name in files}
+
+
+def test_kustomize_bumps_only_the_vllm_entry(tmp_path):
+    result, out = _migrate(tmp_path, {"kustomization.yaml": KUSTOMIZATION})
+    assert out["kustomization.yaml"] == KUSTOMIZATION.replace("newTag: v0.29.0", "newTag: v0.30.0")
+    assert "0.9.0" not in result.output.replace("0.29.0", "")
+
+
+def test_four_part_tag_replaced_whole_and_variant_left(tmp_path):
+    compose = ("services:\n  a:\n    image: vllm/vllm-openai:v0.9.0.1\n"
+               "  b:\n    image: vllm/vllm-openai:v0.29.0-cu129\n"
+               "  c:\n    image: vllm/vllm-openai:latest\n")
+    result, out = _migrate(tmp_path, {"docker-compose.yml": compose})
+    assert out["docker-compose.yml"] == compose.replace("v0.9.0.1", "v0.30.0")
+    assert "v0.30.0.1" not in result.output
+    assert "variant suffix" in result.output
