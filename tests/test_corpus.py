@@ -49,7 +49,8 @@ ALSO_LAUNCHES = [
 
 # file -> why detection does not find its manifest count yet (issue: find every vLLM engine).
 KNOWN_MISSES = {
-    "jameszhu-pixel-time__Openeval/Openeval__infer__online_infer_api__start_service.sh": "shell wrapper shape not detected",
+    "jameszhu-pixel-time__Openeval/Openeval__infer__online_infer_api__start_service.sh":
+        "command assembled in a variable (CMD=...; CMD+=...) then eval \"${CMD}\": not read yet",
     "jameszhu-pixel-time__Openeval/Openeval__infer__online_batch.py": "Python engine API (LLM(...)) not read",
     "littlemex__disaggregated-inference-with-nixl-over-aws-efa/experiments__templates__disaggregated-producer.json.jinja2":
         "Jinja template of a Kubernetes manifest not read",
@@ -61,12 +62,18 @@ KNOWN_MISSES = {
     "huggingface__lighteval/src__lighteval__models__vllm__vllm_model.py": "Python engine API (LLM(...)) not read",
     "OpenRLHF__OpenRLHF/openrlhf__trainer__ray__vllm_engine.py": "Python engine API (LLM(...) in Ray) not read",
     "triton-inference-server__vllm_backend/src__model.py": "Python engine API (AsyncEngineArgs) not read",
-    "Genesis1231__fish-audio-s2-vllm-rtx/run_vllm_omni.sh": "shell wrapper shape not detected",
-    "opendatahub-io__llama-stack-distribution/.github__actions__setup-vllm__action.yml": "GitHub Actions steps not read",
-    "jirapatsi__modeltainer/scripts__modeltainer.sh": "container runner with the image in a variable not detected",
-    "FeiGSSS__vllm-pdaf/benchmarks__pap__scripts__run_pd_multiturn_topology.sh": "launches assembled in shell functions not read",
-    "aatchison__deploy-vllm-k8s/Dockerfile": "false launch: the manifest counts none",
-    "dstackai__dstack-examples/deployment__vllm__dev-docker.dstack.yml": "false launch: the manifest counts none",
+    "Genesis1231__fish-audio-s2-vllm-rtx/run_vllm_omni.sh":
+        "docker run --entrypoint vllm \"$IMAGE\" serve ...: the entrypoint override is not read yet",
+    "opendatahub-io__llama-stack-distribution/.github__actions__setup-vllm__action.yml":
+        "docker run $VLLM_IMAGE $VLLM_ARGS: image from the caller's env, flags from a variable; not read yet",
+    "jirapatsi__modeltainer/scripts__modeltainer.sh":
+        "the launch is in an apptainer definition / Dockerfile written by a heredoc; heredoc bodies are not read",
+    "FeiGSSS__vllm-pdaf/benchmarks__pap__scripts__run_pd_multiturn_topology.sh":
+        "\"${VLLM_BIN}\" serve (program in a variable) not resolved; 2 commands in loops start 4 engines by topology",
+    "aatchison__deploy-vllm-k8s/Dockerfile":
+        "false launch: FROM vllm/vllm-openai with no CMD is read as the image's entrypoint; the manifest counts none",
+    "dstackai__dstack-examples/deployment__vllm__dev-docker.dstack.yml":
+        "false launch: a dstack dev-environment on the vLLM image is read as its entrypoint; the manifest counts none",
 }
 
 
