@@ -27,7 +27,7 @@ NOT_DOCKERFILE = (".py", ".pyc", ".pyi", ".md", ".rst", ".adoc", ".txt", ".json"
 class Candidate:
     path: Path        # absolute
     display: str      # as reported: the argument joined with the relative path
-    kind: str         # dockerfile | yaml | shell | python | requirements
+    kind: str         # dockerfile | yaml | shell | make | just | python | requirements
     explicit: bool = False   # named on the command line (not found by walking a folder)
 
 
@@ -43,20 +43,49 @@ def classify(path: Path, head: bytes) -> str | None:
         return "yaml"
     if lower.endswith((".sh", ".bash")):
         return "shell"
+    if lower in ("makefile", "gnumakefile") or lower.endswith(".mk"):
+        return "make"
+    if lower in ("justfile", ".justfile") or lower.endswith(".just"):
+        return "just"
     if lower.endswith(".py"):
         return "python"
     if re.match(r"^requirements.*\.(txt|in)$", lower):
         return "requirements"
     if b"\0" in head[:MAX_SNIFF]:
         return None
-    if "." not in name or lower.endswith((".tpl", ".template")):
-        if SHELL_SHEBANG.match(head):
-            return "shell"
-        if PYTHON_SHEBANG.match(head):
-            return "python"
-        if lower.endswith((".tpl", ".template")) and (b"apiVersion:" in head or b"services:" in head):
-            return "yaml"
+    if lower.endswith(NOT_SCRIPT):
+        return None
+    # found by their first bytes whatever their name: `run.sbatch`, `job.slurm`, `start`, and a
+    # Dockerfile kept under another name (`docker/gpu.build`, `Dockerfile` renamed in a copy)
+    if SHELL_SHEBANG.match(head):
+        return "shell"
+    if PYTHON_SHEBANG.match(head):
+        return "python"
+    if lower.endswith((".tpl", ".template")) and (b"apiVersion:" in head or b"services:" in head):
+        return "yaml"
+    if _looks_like_dockerfile(head):
+        return "dockerfile"
     return None
+
+
+# names that are documents or data even when they start like a script or a Dockerfile
+NOT_SCRIPT = (".md", ".rst", ".adoc", ".txt", ".json", ".html", ".csv", ".tsv", ".log", ".ipynb", ".xml",
+              ".js", ".ts", ".go", ".rs", ".c", ".h", ".cpp", ".java", ".patch", ".diff", ".orig", ".rej")
+_DOCKER_FROM = re.compile(rb"^FROM[ \t]+(?:--platform=\S+[ \t]+)?[\w${}.:/@\-]+(?:[ \t]+AS[ \t]+[\w.\-]+)?[ \t]*\r?$",
+                          re.I | re.M)
+_DOCKER_FIRST = re.compile(rb"^(?:FROM|ARG)[ \t]", re.I)
+_DOCKER_OTHER = re.compile(rb"^(?:RUN|CMD|ENTRYPOINT|ENV|COPY|ADD|WORKDIR|EXPOSE|USER|LABEL)[ \t]", re.I | re.M)
+
+
+def _looks_like_dockerfile(head: bytes) -> bool:
+    """The first instruction (after comments, parser directives and blank lines) is FROM or ARG,
+    a FROM line names an image, and another instruction follows."""
+    for line in head.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(b"#"):
+            continue
+        return bool(_DOCKER_FIRST.match(stripped) and _DOCKER_FROM.search(head) and _DOCKER_OTHER.search(head))
+    return False
 
 
 def _git_files(root: Path) -> list[Path] | None:

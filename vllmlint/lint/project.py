@@ -25,6 +25,12 @@ def parser_for(kind: str):
     if kind == "shell":
         from ..parsers.shellscan import parse_shell
         return parse_shell
+    if kind == "make":
+        from ..parsers.recipes import parse_makefile
+        return parse_makefile
+    if kind == "just":
+        from ..parsers.recipes import parse_justfile
+        return parse_justfile
     if kind == "python":
         from ..parsers.pythonfile import parse_python
         return parse_python
