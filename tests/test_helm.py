@@ -128,3 +128,38 @@ def test_shared_charts_render(root, extra):
         files.append((root / extra, (root / extra).read_text()))
     vs, real, marked = _render(root, files)
     assert real and set(real) == set(marked)
+
+
+def _check(args):
+    from click.testing import CliRunner
+    from vllmlint.cli import main
+    return CliRunner().invoke(main, args)
+
+
+def test_check_reports_at_the_values_lines(tmp_path):
+    """production-stack's real chart with a values file of ours: the rendered launch is read and
+    its findings land on our values file's lines; a second --fix changes nothing."""
+    import shutil
+    if not STACK.is_dir():
+        pytest.skip("no shared corpus")
+    root = tmp_path / "chart"
+    shutil.copytree(STACK, root)
+    (root / "values-example.yaml").unlink()
+    (root / "values-prod.yaml").write_text(OUR_VALUES)
+    out = _check(["check", str(root)]).output
+    assert f"{root}/values-prod.yaml:14:9: VL001" in out
+    assert f"{root}/values-prod.yaml:12:20: VL302" in out
+    launches = _check(["launches", str(root)]).output
+    assert "vllm serve facebook/opt-125m" in launches and "runs 0.29.0" in launches
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    _check(["check", "--fix", str(root)])
+    _check(["check", "--fix", str(root)])
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before   # nothing it may edit
+
+
+def test_template_only_launch_reported_at_the_template(tmp_path):
+    root = CHARTS / "InftyAI__llmaz/chart"
+    if not root.is_dir():
+        pytest.skip("no shared corpus")
+    out = _check(["check", str(root)]).output
+    assert "templates/backends/vllm.yaml:" in out and "VL302" in out and "values.yaml:1:1" not in out
