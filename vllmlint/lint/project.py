@@ -222,6 +222,9 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
             project.others.append(value)
         else:
             project.problems.append(value)
+    if any(c.path.name == "Chart.yaml" for c in candidates):      # Helm: imported only for charts
+        from ..parsers.helm import expand_charts
+        expand_charts(project.files, project.problems)
     link(project)
     assign_releases(project, extra_images)
     return project

@@ -1,0 +1,313 @@
+"""Helm charts as Helm renders them (first step of issue 15): render a chart with the real Helm
+engine and learn, for every value in the values files, where it lands in the rendered output.
+
+Engine: the `helm-python-sdk` package (`pip install 'vllmlint[helm]'`, Helm's Go SDK as a shared
+library, offline) else a `helm` binary on PATH (`helm template`), else none (callers keep
+today's masked reading of templates). Imported lazily: runs without a chart never load it.
+
+Provenance: the chart is rendered a second time with every string scalar of the values files
+replaced by a unique marker (`zqx<N>zq`); a marker found in the marker rendering names the values
+file, key path and exact node of what the real rendering holds at that place.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+MARKER_RE = re.compile(r"zqx(\d+)zq")
+STR_TAG = "tag:yaml.org,2002:str"
+
+
+class RenderError(Exception):
+    pass
+
+
+def chart_root(path: Path) -> Path | None:
+    """The nearest folder at or above `path` holding a Chart.yaml."""
+    for parent in ([path] if path.is_dir() else []) + list(path.parents):
+        if (parent / "Chart.yaml").is_file():
+            return parent
+    return None
+
+
+def sibling_values(root: Path) -> list[Path]:
+    """Values files beside the chart's values.yaml (`values-prod.yaml`, `values.global.yaml`):
+    each one is a rendering of its own, on top of values.yaml (as Helm's `-f`)."""
+    return sorted(p for p in root.iterdir()
+                  if p.is_file() and re.fullmatch(r"values[-.].+\.ya?ml", p.name) and p.name != "values.yaml")
+
+
+def engine() -> str | None:
+    """Which Helm renders: "sdk", "binary" or None (masked reading stays the fallback)."""
+    try:
+        import helm_python  # noqa: F401
+        return "sdk"
+    except Exception:
+        return "binary" if shutil.which("helm") else None
+
+
+def render(root: Path, values: dict | None, name: str = "release", namespace: str = "default") -> dict[str, str]:
+    """Template path (`<chart>/templates/x.yaml`) -> rendered manifest. Raises RenderError."""
+    kind = engine()
+    if kind == "sdk":
+        import helm_python as helm
+        try:
+            chart = helm.Chart.load(str(root))
+            return chart.render(values, name=name, namespace=namespace)
+        except helm.HelmError as err:
+            raise RenderError(str(err).strip()) from None
+    if kind == "binary":
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as fh:
+            yaml.safe_dump(values or {}, fh)
+            fh.flush()
+            out = subprocess.run(["helm", "template", name, str(root), "-n", namespace, "-f", fh.name],
+                                 capture_output=True, text=True, timeout=120)
+        if out.returncode:
+            raise RenderError(out.stderr.strip())
+        docs: dict[str, str] = {}
+        for part in re.split(r"(?m)^---\s*\n(?=# Source: )", out.stdout):
+            m = re.match(r"# Source: (\S+)\n", part)
+            if m:
+                docs[m.group(1)] = docs.get(m.group(1), "") + part[m.end():]
+        return docs
+    raise RenderError("no Helm engine (pip install 'vllmlint[helm]' or put `helm` on PATH)")
+
+
+@dataclass
+class Origin:
+    """Where one string value of a values file is written."""
+
+    file: Path
+    text: str            # the values file's text (offsets refer to it)
+    path: str            # key path: servingEngineSpec.modelSpec[0].env[1].value
+    node: yaml.ScalarNode
+    parents: tuple = ()  # (collection node, key node or None) from the document down
+
+    @property
+    def line(self) -> int:
+        return self.node.start_mark.line + 1
+
+    @property
+    def column(self) -> int:
+        return self.node.start_mark.column + 1
+
+
+@dataclass
+class ValuesSet:
+    """One rendering's values: the real ones, the marker ones, and what each marker stands for."""
+
+    real: dict = field(default_factory=dict)
+    marked: dict = field(default_factory=dict)
+    origins: list[Origin] = field(default_factory=list)
+
+    def origin(self, marker_id: str) -> Origin | None:
+        i = int(marker_id)
+        return self.origins[i] if 0 <= i < len(self.origins) else None
+
+
+def _merge(base, over):
+    """Helm's coalescing of values files: maps merge, everything else is replaced."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = _merge(base.get(k), v) if k in base else v
+        return out
+    return over
+
+
+def load_values(files: list[tuple[Path, str]]) -> ValuesSet:
+    """Values files in Helm's order (later wins), as (path, text)."""
+    constructor = yaml.constructor.SafeConstructor()
+    vs = ValuesSet()
+
+    def build(node, path: str, file: Path, text: str, parents=()):
+        if isinstance(node, yaml.MappingNode):
+            real, marked = {}, {}
+            for k, v in node.value:
+                key = k.value if isinstance(k, yaml.ScalarNode) else str(k)
+                real[key], marked[key] = build(v, f"{path}.{key}" if path else key, file, text,
+                                               parents + ((node, k),))
+            return real, marked
+        if isinstance(node, yaml.SequenceNode):
+            pairs = [build(v, f"{path}[{i}]", file, text, parents + ((node, i),)) for i, v in enumerate(node.value)]
+            return [p[0] for p in pairs], [p[1] for p in pairs]
+        value = constructor.construct_object(node, deep=True)
+        if node.tag == STR_TAG and isinstance(value, str) and value:     # "" stays: `if` tests it
+            vs.origins.append(Origin(file, text, path, node, parents))
+            return value, f"zqx{len(vs.origins) - 1}zq"
+        return value, value
+
+    for file, text in files:
+        from .yaml_source import compose_all     # marks are character offsets into `text`
+        docs = compose_all(text)
+        node = docs[0] if docs else None
+        if node is None:
+            continue
+        real, marked = build(node, "", file, text)
+        if isinstance(real, dict):
+            vs.real, vs.marked = _merge(vs.real, real), _merge(vs.marked, marked)
+    return vs
+
+
+def find_value(rendered_marked: str, vs: ValuesSet, needle: str) -> list[Origin]:
+    """Origins of the values whose real text is `needle` and whose marker the marker rendering
+    holds: where a rendered string came from."""
+    return [o for i in dict.fromkeys(MARKER_RE.findall(rendered_marked))
+            if (o := vs.origin(i)) is not None and o.node.value == needle]
+
+
+def _nodes_with_parents(node, parents=()):
+    yield node, parents
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            yield from _nodes_with_parents(v, parents + ((node, k),))
+    elif isinstance(node, yaml.SequenceNode):
+        for v in node.value:
+            yield from _nodes_with_parents(v, parents + ((node, None),))
+
+
+def expand_charts(files: list, problems: list) -> None:
+    """Replace the masked reading of each chart's templates and values with the launches of its
+    rendering: argv tokens and env entries that come from a values file carry that file's spans
+    (findings and fixes land there); the rest points at the launch. `files`: the project's
+    ParsedFiles, edited in place. Any failure leaves the masked reading and says why."""
+    from ..model.launch import Arg, EnvEntry, ParsedFile, SourceFile
+    from .yaml_edit import remove_item
+    from .yamlfile import YamlParser
+
+    by_path = {pf.source.path: i for i, pf in enumerate(files)}
+    roots = sorted({pf.source.path.parent for pf in files if pf.source.path.name == "Chart.yaml"})
+    roots = [r for r in roots if not any(o != r and r.is_relative_to(o / "charts") for o in roots)]
+    for root in roots:
+        chart_pf = files[by_path[root / "Chart.yaml"]]
+        if engine() is None:
+            chart_pf.notes.append("Helm chart read with its templates masked (no Helm engine: "
+                                  "pip install 'vllmlint[helm]')")
+            continue
+        vpath = root / "values.yaml"
+        if vpath not in by_path:
+            continue
+        vsrc = files[by_path[vpath]].source
+        sets = [[vpath]] + [[vpath, p] for p in sibling_values(root) if p in by_path]
+        out_launches: dict = {}
+        rendered_ok = False
+        for paths in sets:
+            srcs = {p: files[by_path[p]].source for p in paths}
+            try:
+                vs = load_values([(p, srcs[p].text) for p in paths])
+                real, marked = render(root, vs.real), render(root, vs.marked)
+            except Exception as err:
+                chart_pf.notes.append(f"Helm rendering with {', '.join(p.name for p in paths)} failed: "
+                                      f"{str(err).splitlines()[0] if str(err) else type(err).__name__}")
+                continue
+            rendered_ok = True
+            for name, text in real.items():
+                tpl = root / name.split("/", 1)[1] if "/" in name else None
+                if tpl is None or "vllm" not in text:
+                    continue
+                vfile = SourceFile(tpl, f"{name} (rendered)", text, "k8s")
+                mfile = SourceFile(tpl, f"{name} (rendered)", marked.get(name, ""), "k8s")
+                try:
+                    rp, mp = YamlParser(vfile).parse(), YamlParser(mfile).parse()
+                except Exception:
+                    continue
+                if len(rp.launches) != len(mp.launches):
+                    continue
+                tsrc = files[by_path[tpl]].source if tpl in by_path else None
+                for launch, mlaunch in zip(rp.launches, mp.launches):
+                    _remap(launch, mlaunch, vs, srcs, vsrc, tsrc, Arg, EnvEntry, remove_item)
+                    out_launches.setdefault(launch.file.path, []).append(launch)
+        if not rendered_ok or not out_launches:
+            if rendered_ok:        # e.g. a model catalogue whose entries are all disabled by default
+                chart_pf.notes.append("Helm rendering starts no vLLM launch: values read as they are")
+            continue
+        # the chart's own files: rendered launches replace what the masked reading found
+        for i, pf in enumerate(files):
+            if pf.source.path.is_relative_to(root) and pf.source.kind in ("yaml", "k8s", "compose"):
+                new = ParsedFile(pf.source, notes=list(pf.notes))
+                new.launches = out_launches.get(pf.source.path, [])
+                new.env = [e for l in new.launches for e in l.env]
+                files[i] = new
+        chart_pf = files[by_path[root / "Chart.yaml"]]
+        chart_pf.notes.append("Helm chart rendered with Helm's engine")
+
+
+def _literal_span(src, value: str):
+    """Where a rendered literal is written in its template (first occurrence), if it is."""
+    if src is None or not value:
+        return None
+    i = src.text.find(value)
+    return (i, i + len(value)) if i >= 0 else None
+
+
+def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item) -> None:
+    from .yaml_source import scalar_offsets
+
+    def origin_of(mval: str):
+        m = MARKER_RE.fullmatch(mval or "")
+        return vs.origin(m.group(1)) if m else None
+
+    home = default_src
+    first = None
+    for a, m in zip(launch.argv, mlaunch.argv):
+        o = origin_of(m.value)
+        if o is not None:
+            home = srcs.get(o.file, default_src)
+            first = o
+            break
+    argv = []
+    same = len(launch.argv) == len(mlaunch.argv)
+    for i, a in enumerate(launch.argv):
+        o = origin_of(mlaunch.argv[i].value) if same else None
+        if o is not None and srcs.get(o.file) is home and o.node.value == a.value:
+            node, text = o.node, home.text
+            argv.append(Arg(a.value, home, (node.start_mark.index, node.end_mark.index),
+                            locate=lambda node=node, text=text: scalar_offsets(text, node)))
+        else:
+            argv.append(Arg(a.value, None, None, dynamic=a.dynamic))
+    launch.argv = argv
+    if first is None and tsrc is not None:      # built by the template alone: reported there
+        home = tsrc
+        spans = [_literal_span(tsrc, a.value) for a in launch.argv[launch.options_start:] + launch.argv[:1]]
+        span = next((sp for sp in spans if sp), (0, 0))
+        launch.span = (span[0], span[0])
+    else:
+        launch.span = (first.node.start_mark.index, first.node.start_mark.index) if first else (0, 0)
+    launch.file = home
+    launch.append_site = None
+    launch.not_editable = "the chart's templates build its argv: add the flag to its values by hand"
+    env = []
+    real_env = list(launch.env)
+    for me in mlaunch.env:
+        o = origin_of(me.name)
+        if o is None:                  # set by the template itself: reported there, never edited
+            e = next((r for r in real_env if r.name == me.name), None)
+            m = re.search(r"name:\s*[\"']?" + re.escape(me.name) + r"\b", tsrc.text) if tsrc and e else None
+            if m:
+                real_env.remove(e)
+                env.append(EnvEntry(e.name, e.value, tsrc, (m.start(), m.end()), e.origin + " (template)"))
+            continue
+        e = next((r for r in real_env if r.name == o.node.value), None)
+        if e is None:
+            continue
+        real_env.remove(e)
+        src = srcs.get(o.file)
+        if src is None:
+            continue
+        span, removal = (o.node.start_mark.index, o.node.end_mark.index), None
+        # `env: [{name: X, value: "1"}]` in the values: the whole item is the setting
+        if len(o.parents) >= 3 and isinstance(o.parents[-1][0], yaml.MappingNode) \
+                and isinstance(o.parents[-2][0], yaml.SequenceNode):
+            item, (seq, index), (owner, key) = o.parents[-1][0], o.parents[-2], o.parents[-3]
+            span = (item.start_mark.index, item.end_mark.index)
+            pair = (key, seq) if isinstance(owner, yaml.MappingNode) else None
+            removal = remove_item(src, src.text, seq, index, pair)
+        entry = EnvEntry(e.name, e.value, src, span, f"{e.origin} (values {o.path.rsplit('.', 1)[0]})", removal)
+        env.append(entry)
+    launch.env = env
