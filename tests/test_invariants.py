@@ -199,7 +199,7 @@ def test_symlinks_inside_fixed_once_outside_never(tmp_path: Path, monkeypatch):
     (tree / "dir-escape").symlink_to(outside, target_is_directory=True)
     monkeypatch.chdir(tree)
 
-    report = invoke("check", ".")
+    report = invoke("check", "-q", ".")
     assert [l.split(":")[0] for l in report.stdout.splitlines()] == ["scripts/launch.sh"], report.output
 
     recorder = EditRecorder().install(monkeypatch)

@@ -55,15 +55,28 @@ def main() -> None:
     gc.disable()
 
 
-FORMATS = ["text", "json", "sarif", "github"]
+FORMATS = ["text", "json", "sarif", "github", "gitlab"]
+FAIL_LEVELS = ["error", "warning", "info"]
+
+
+def check_codes(codes: list[str], option: str) -> None:
+    """Every code or prefix names at least one rule (or is ALL): a typo is a usage error."""
+    from .lint.registry import load_rules
+
+    known = list(load_rules())
+    bad = [c for c in codes if c.upper() != "ALL" and not any(k.startswith(c.upper()) for k in known)]
+    if bad:
+        raise click.UsageError(f"{option}: unknown rule code or prefix {', '.join(map(repr, bad))}; "
+                               f"see `vllmlint rules`")
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="text (coloured on a terminal), json, sarif (2.1.0) or github (workflow annotations).")
+              help="text (coloured on a terminal), json, sarif (2.1.0), github (workflow annotations) "
+                   "or gitlab (Code Climate JSON for merge requests).")
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
-@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 when any is pending).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour.")
 @click.option("--select", multiple=True, help="Only these codes (or prefixes), comma-separated.")
 @click.option("--ignore", multiple=True, help="Skip these codes (or prefixes), comma-separated.")
@@ -83,22 +96,34 @@ FORMATS = ["text", "json", "sarif", "github"]
 @click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings as the baseline.")
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings and exit.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --fix: exit 1 when a fix was applied, even if nothing remains.")
+@click.option("--fail-level", type=click.Choice(FAIL_LEVELS), default=None,
+              help="The lowest severity that fails the run (default: config, else warning: an info finding "
+                   "alone exits 0).")
+@click.option("--statistics", "show_statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary, no progress messages.")
+@click.option("--stdin-filename", metavar="NAME",
+              help="With `-` as PATH: the name the file read from stdin has (it decides the file kind).")
 def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, topology, model_config,
-          prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero):
-    """Check PATHS (default: the current folder)."""
+          prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero,
+          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename):
+    """Check PATHS (default: the current folder; `-`: one file from stdin)."""
     from pathlib import Path
 
     from .lint.config import ConfigError, load_settings
     from .lint.engine import check_and_fix
     from .lint.registry import selected_rules
-    from .lint.report import render, unified_diff
+    from .lint.report import failing, render, render_statistics, summary, unified_diff
 
     try:
         settings = load_settings(Path.cwd(), config_file)
     except ConfigError as err:
         raise click.UsageError(str(err)) from None
+    check_codes(_codes(select), "--select")
+    check_codes(_codes(ignore), "--ignore")
     settings.select = _codes(select) or settings.select
     settings.ignore = _codes(ignore) + settings.ignore
+    fail_level = fail_level or settings.fail_level
     if target_version is None:
         try:
             target_version = parse_version(settings.target_version)
@@ -110,8 +135,6 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     settings.model_config = model_config or settings.model_config
     settings.prompt_tokens = prompt_tokens or settings.prompt_tokens
     if settings.topology:         # a bad topology file is a usage error, not an internal one in VL201
-        from pathlib import Path
-
         from .knowledge.topology import parse_topology
         try:
             parse_topology(Path(settings.topology).read_text())
@@ -121,27 +144,59 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
         click.echo(json.dumps(settings.as_dict(), indent=2))
         sys.exit(0)
 
-    candidates, missing = discover(list(paths) or ["."])
-    candidates = [c for c in candidates
-                  if not (settings.exclude and (force_exclude or not c.explicit) and settings.excluded(c.display, c.path))]
+    stdin = "-" in paths
+    if stdin:
+        if len(paths) > 1:
+            raise click.UsageError("`-` (stdin) is checked on its own: name no other PATH with it")
+        candidates, missing, tmp, raw_stdin = _stdin_candidate(stdin_filename)
+    else:
+        if stdin_filename:
+            raise click.UsageError("--stdin-filename goes with `-` as PATH")
+        candidates, missing = discover(list(paths) or ["."])
+        candidates = [c for c in candidates
+                      if not (settings.exclude and (force_exclude or not c.explicit)
+                              and settings.excluded(c.display, c.path))]
+    if not candidates and not missing:
+        click.echo(f"warning: no vLLM config found in {' '.join(paths) or '.'}", err=True)
     options = {"topology": settings.topology, "model_config": settings.model_config,
                "prompt_tokens": settings.prompt_tokens}
     rules = list(selected_rules(target_version, settings.select, settings.ignore, options))
-    outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings)
+    try:
+        outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings)
+    finally:
+        if stdin:
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
     errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
+    note = (lambda s: None) if quiet else (lambda s: click.echo(s, err=True))
+    report_err = False             # findings go to stderr: stdout holds the fixed file (stdin --fix)
+    changed = outcome.changed()
     if diff:
-        for path, (orig, new) in sorted(outcome.changed().items(), key=lambda kv: kv[1][0].display):
+        for path, (orig, new) in sorted(changed.items(), key=lambda kv: kv[1][0].display):
             click.echo(unified_diff(orig.display, orig.text, new), nl=False)
+        if outcome.fixed:
+            note(f"Would fix {len(outcome.fixed)} finding(s) in {len(changed)} file(s).")
+    elif fix and stdin:
+        from .lint.sources import encode
+
+        if candidates:
+            [cand] = candidates
+            orig, new = changed.get(cand.path, (None, None))
+            sys.stdout.flush()
+            sys.stdout.buffer.write(encode(orig, new) if orig is not None else raw_stdin)
+            sys.stdout.buffer.flush()
+        report_err = True
     elif fix:
         errors += _write(outcome)
         if outcome.fixed:
-            click.echo(f"Fixed {len(outcome.fixed)} finding(s) in {len(outcome.changed())} file(s).", err=True)
+            note(f"Fixed {len(outcome.fixed)} finding(s) in {len(changed)} file(s).")
     findings = outcome.findings
     if write_baseline:
         from .lint.baseline import write
 
         write(Path(write_baseline), findings)
-        click.echo(f"Wrote {len(findings)} finding(s) to {write_baseline}.", err=True)
+        note(f"Wrote {len(findings)} finding(s) to {write_baseline}.")
         findings = []
     elif baseline:
         from .lint.baseline import new_findings, read
@@ -151,13 +206,47 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
         except ValueError as err:
             raise click.UsageError(str(err)) from None
     if not diff:
-        out = render(findings, fmt, rules=rules, suppressed=outcome.suppressed,
-                     color=fmt == "text" and sys.stdout.isatty())
-        if out or fmt in ("json", "sarif"):
-            click.echo(out)
+        out_stream = sys.stderr if report_err else sys.stdout
+        if show_statistics:
+            out = render_statistics(findings, "json" if fmt == "json" else "text")
+        else:
+            out = render(findings, fmt, rules=rules, suppressed=outcome.suppressed,
+                         color=fmt == "text" and out_stream.isatty())
+        if out or fmt in ("json", "sarif", "gitlab"):
+            click.echo(out, err=report_err)
+        if fmt == "text" and not quiet and not show_statistics and candidates:
+            click.echo(summary(findings, len(outcome.fixed) if fix else None), err=report_err)
     for line in errors:
         click.echo(line, err=True)
-    sys.exit(2 if errors else (1 if findings and not diff and not exit_zero else 0))
+    if errors:
+        sys.exit(2)
+    if exit_zero:
+        sys.exit(0)
+    if diff:
+        sys.exit(1 if changed else 0)
+    if exit_non_zero_on_fix and fix and outcome.fixed:
+        sys.exit(1)
+    sys.exit(1 if failing(findings, fail_level) else 0)
+
+
+def _stdin_candidate(name: str | None):
+    """The file read from stdin as a candidate: written to a private temporary folder under
+    its --stdin-filename (which decides its kind), reported under that name."""
+    import tempfile
+    from pathlib import Path
+
+    from .lint.discovery import Candidate, MAX_SNIFF, classify
+
+    raw = sys.stdin.buffer.read()
+    base = Path(name).name if name else "stdin"
+    kind = classify(Path(base), raw[:MAX_SNIFF])
+    if kind is None:
+        raise click.UsageError("cannot tell what kind of file stdin holds: name it with --stdin-filename "
+                               "(e.g. compose.yaml, Dockerfile, launch.sh)")
+    tmp = Path(tempfile.mkdtemp(prefix="vllmlint-stdin-"))
+    path = tmp / base
+    path.write_bytes(raw)
+    return [Candidate(path, name or "-", kind, explicit=True)], [], tmp, raw
 
 
 def _write(outcome) -> list[str]:
@@ -218,7 +307,14 @@ def show_rule(code):
         raise click.UsageError(f"no rule {code!r}; see `vllmlint rules`")
     from .lint.docs import rule_page
 
-    click.echo(rule_page(cls))
+    page = rule_page(cls)
+    if sys.stdout.isatty():      # rendered for a terminal; piped, it stays Markdown
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(page))
+    else:
+        click.echo(page)
 
 
 def _optional_target(ctx, param, value):

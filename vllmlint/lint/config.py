@@ -11,6 +11,7 @@ found from the current folder upwards; command-line options win.
     topology = "ops/topo.txt"
     model-config = "models/qwen/config.json"
     prompt-tokens = 8192
+    fail-level = "warning"     # the lowest severity that fails `check` (error | warning | info)
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 KEYS = {"target-version", "select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
-        "model-config", "prompt-tokens"}
+        "model-config", "prompt-tokens", "fail-level"}
 
 
 class ConfigError(Exception):
@@ -45,6 +46,7 @@ class Settings:
     topology: str | None = None
     model_config: str | None = None
     prompt_tokens: int | None = None
+    fail_level: str = "warning"
 
     def excluded(self, display: str, path: Path) -> bool:
         rel = _relative(path, self.root)
@@ -62,7 +64,7 @@ class Settings:
         return {"source": self.source, "target-version": self.target_version, "select": self.select,
                 "ignore": self.ignore, "exclude": self.exclude, "per-file-ignores": self.per_file_ignores,
                 "severity": self.severity, "topology": self.topology, "model-config": self.model_config,
-                "prompt-tokens": self.prompt_tokens}
+                "prompt-tokens": self.prompt_tokens, "fail-level": self.fail_level}
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -133,6 +135,10 @@ def load_settings(start: Path, explicit: str | None = None) -> Settings:
     for key, attr in (("topology", "topology"), ("model-config", "model_config")):
         if data.get(key):
             setattr(settings, attr, str((settings.root / data[key])))
+    if data.get("fail-level") is not None:
+        if data["fail-level"] not in ("error", "warning", "info"):
+            raise ConfigError(f"{path}: fail-level must be error, warning or info")
+        settings.fail_level = data["fail-level"]
     if data.get("prompt-tokens") is not None:
         settings.prompt_tokens = int(data["prompt-tokens"])
     return settings

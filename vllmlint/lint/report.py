@@ -103,8 +103,50 @@ def finding_dict(f: Finding) -> dict:
 
 
 def text_line(f: Finding) -> str:
+    """`path:line:col: CODE severity: message [*]` (hadolint's order; `[*]`: has a fix)."""
     line, col = f.line_col
-    return f"{f.file.display}:{line}:{col}: {f.code} {f.message}" + (" [*]" if f.fixable else "")
+    return f"{f.file.display}:{line}:{col}: {f.code} {f.severity}: {f.message}" + (" [*]" if f.fixable else "")
+
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+def failing(findings: list[Finding], fail_level: str = "warning") -> list[Finding]:
+    """The findings at or above `fail_level`: what makes a run exit 1."""
+    floor = SEVERITY_RANK[fail_level]
+    return [f for f in findings if SEVERITY_RANK.get(f.severity, 1) >= floor]
+
+
+def summary(findings: list[Finding], fixed: int | None = None) -> str:
+    """`Found 12 findings (5 fixable).`, `All checks passed!`; after --fix: `(3 fixed, 9 remaining)`."""
+    n = len(findings)
+    if fixed:
+        return f"Found {n + fixed} finding{'s' if n + fixed != 1 else ''} ({fixed} fixed, {n} remaining)."
+    if not n:
+        return "All checks passed!"
+    fixable = sum(1 for f in findings if f.fixable)
+    return (f"Found {n} finding{'s' if n != 1 else ''}" + (f" ({fixable} fixable)" if fixable else "") + "."
+            + (f"\n[*] {fixable} fixable with `vllmlint check --fix`." if fixable and fixed is None else ""))
+
+
+def statistics(findings: list[Finding]) -> list[dict]:
+    """One row a code, most frequent first: code, name, severity, count, fixable (how many)."""
+    rows: dict[str, dict] = {}
+    for f in findings:
+        row = rows.setdefault(f.code, {"code": f.code, "name": f.name, "severity": f.severity,
+                                       "count": 0, "fixable": 0})
+        row["count"] += 1
+        row["fixable"] += bool(f.fixable)
+    return sorted(rows.values(), key=lambda r: (-r["count"], r["code"]))
+
+
+def render_statistics(findings: list[Finding], fmt: str) -> str:
+    rows = statistics(findings)
+    if fmt == "json":
+        return json.dumps(rows, indent=2)
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    return "\n".join(f"{r['count']:>{width}}\t{r['code']}\t{'[*] ' if r['fixable'] else ''}{r['name']}"
+                     f" ({r['severity']})" for r in rows)
 
 
 SEVERITY_COLOR = {"error": "red", "warning": "yellow", "info": "blue"}
@@ -117,12 +159,15 @@ def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bo
         return json.dumps(sarif(findings, rules, suppressed), indent=2)
     if fmt == "github":
         return "\n".join(github_line(f) for f in findings)
+    if fmt == "gitlab":
+        return json.dumps(gitlab(findings), indent=2)
     if color:
         import click
 
         return "\n".join(
             click.style(f"{f.file.display}:{f.line_col[0]}:{f.line_col[1]}:", bold=True) + " "
-            + click.style(f.code, fg=SEVERITY_COLOR.get(f.severity), bold=True) + " " + f.message
+            + click.style(f.code, fg=SEVERITY_COLOR.get(f.severity), bold=True) + " "
+            + click.style(f"{f.severity}:", fg=SEVERITY_COLOR.get(f.severity)) + " " + f.message
             + (click.style(" [*]", fg="cyan") if f.fixable else "") for f in findings)
     return "\n".join(text_line(f) for f in findings)
 
@@ -143,6 +188,34 @@ def github_line(f: Finding) -> str:
     line, col = f.line_col
     return (f"::{GITHUB_LEVEL.get(f.severity, 'warning')} file={_gh_prop(f.file.display)},line={line},col={col},"
             f"title={_gh_prop(f'{f.code} {f.name}')}::{_gh_data(f.message)}")
+
+
+# -- GitLab code quality (Code Climate JSON) --------------------------------------------
+GITLAB_SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
+
+
+def gitlab(findings: list[Finding]) -> list[dict]:
+    """GitLab's code quality report: one issue a finding, paths relative to the repository
+    (the job's folder), a fingerprint that stays put when lines move and is unique in the report."""
+    import hashlib
+
+    from .baseline import fingerprint
+
+    seen: dict[str, int] = {}
+    out = []
+    for f in findings:
+        base = fingerprint(f)
+        seen[base] = seen.get(base, 0) + 1
+        print_ = hashlib.sha256(f"{base}:{seen[base]}".encode()).hexdigest()[:32]
+        line, _ = f.line_col
+        end_line, _ = f.file.line_col(max(f.span[1], f.span[0]))
+        out.append({"type": "issue", "check_name": f.code,
+                    "description": f"{f.code} {f.name}: {f.message}",
+                    "categories": ["Bug Risk"], "severity": GITLAB_SEVERITY.get(f.severity, "minor"),
+                    "fingerprint": print_,
+                    "location": {"path": diff_path(f.file.display),
+                                 "lines": {"begin": max(line, 1), "end": max(end_line, line, 1)}}})
+    return out
 
 
 # -- SARIF 2.1.0 --------------------------------------------------------------------------
@@ -229,6 +302,24 @@ def launch_dict(launch: Launch) -> dict:
             "not_editable": launch.not_editable}
 
 
+def diff_path(display: str) -> str:
+    """The path a diff header names: relative to the current folder when it is inside it
+    (`a/compose.yaml`, never `a//abs/path/compose.yaml`), else without its leading slash."""
+    from pathlib import Path
+
+    path = Path(display)
+    if path.is_absolute():
+        try:
+            return path.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            return path.as_posix().lstrip("/")
+    text = path.as_posix()
+    while text.startswith("./"):
+        text = text[2:]
+    return text
+
+
 def unified_diff(display: str, old: str, new: str) -> str:
+    name = diff_path(display)
     return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=f"a/{display}", tofile=f"b/{display}"))
+                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
