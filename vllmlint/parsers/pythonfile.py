@@ -1664,26 +1664,6 @@ class _EngineScan:
             return None
         return bound, k
 
-    def attr_options(self, name: str, scope: str) -> list[Arg]:
-        """`args.swap_space = 4` after the parse: an option set by hand."""
-        out = []
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
-                    and self.key(node.targets[0].value) == name:
-                attr = node.targets[0]
-                s, e = self.span(attr)
-                ks = e - len(attr.attr)
-                flag = "--" + attr.attr.replace("_", "-")
-                value = node.value
-                if isinstance(value, ast.Constant) and value.value is None:
-                    continue
-                arg = self.value_arg(flag, value, (ks, self.span(node)[1]), "attribute", attr.attr)
-                if isinstance(value, ast.Constant) and isinstance(value.value, bool):
-                    arg = self.named_arg(flag if value.value else "--no-" + flag[2:], "", None,
-                                         (ks, self.span(node)[1]), "attribute", attr.attr, None)
-                out.append(arg)
-        return out
-
     def list_item(self, el) -> Arg:
         if isinstance(el, ast.Constant) and isinstance(el.value, str):
             s, e = self.span(el)
