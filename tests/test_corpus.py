@@ -51,17 +51,8 @@ ALSO_LAUNCHES = [
 KNOWN_MISSES = {
     "jameszhu-pixel-time__Openeval/Openeval__infer__online_infer_api__start_service.sh":
         "command assembled in a variable (CMD=...; CMD+=...) then eval \"${CMD}\": not read yet",
-    "jameszhu-pixel-time__Openeval/Openeval__infer__online_batch.py": "Python engine API (LLM(...)) not read",
     "littlemex__disaggregated-inference-with-nixl-over-aws-efa/experiments__templates__disaggregated-producer.json.jinja2":
         "Jinja template of a Kubernetes manifest not read",
-    "victorpengmx__llm-web-chat/backend__model.py": "Python engine API not read",
-    "LMCache__LMCache/examples__offline_inference__offline_inference.py": "Python engine API (LLM(...)) not read",
-    "lm-sys__FastChat/fastchat__serve__vllm_worker.py": "Python engine API (AsyncEngineArgs) not read",
-    "okdshin__standalone-plamo2/api_server.py": "Python api_server wrapper not read",
-    "MarioKarta__CodeCarbon_vLLM_inference/custom_server.py": "Python engine API not read",
-    "huggingface__lighteval/src__lighteval__models__vllm__vllm_model.py": "Python engine API (LLM(...)) not read",
-    "OpenRLHF__OpenRLHF/openrlhf__trainer__ray__vllm_engine.py": "Python engine API (LLM(...) in Ray) not read",
-    "triton-inference-server__vllm_backend/src__model.py": "Python engine API (AsyncEngineArgs) not read",
     "Genesis1231__fish-audio-s2-vllm-rtx/run_vllm_omni.sh":
         "docker run --entrypoint vllm \"$IMAGE\" serve ...: the entrypoint override is not read yet",
     "opendatahub-io__llama-stack-distribution/.github__actions__setup-vllm__action.yml":

@@ -270,7 +270,9 @@ def test_comparison_and_offline_use_are_not_launches():
         llm = LLM(model="facebook/opt-125m")
         ''')
     pf = parse_python(s)
-    assert pf.launches == []
+    # the engine API is a launch (issue 13): only LLM(...) is one, never the text about `vllm serve`
+    assert [(l.kind, l.line, [a.value for a in l.argv]) for l in pf.launches] == \
+        [("engine", 15, ["LLM", "--model=facebook/opt-125m"])]
     assert pf.notes and "read as text" in pf.notes[0]
 
 
@@ -571,7 +573,10 @@ def test_mentions_vllm_but_launches_nothing():
         print(llm.generate(["hello"], SamplingParams()))
         """)
     pf = parse_python(s)
-    assert pf.launches == [] and pf.env == []
+    # the comment and the URL are not launches; the engine built in-process is (issue 13)
+    assert [(l.kind, l.line, [a.value for a in l.argv]) for l in pf.launches] == \
+        [("engine", 4, ["LLM", "--model=m", "--tensor-parallel-size=2"])]
+    assert pf.env == []
 
 
 def test_form_feed_and_tab_indentation_keep_exact_spans():

@@ -178,6 +178,7 @@ RENDER = "render"          # `vllm launch render`
 API_SERVER = "api-server"  # python -m vllm.entrypoints.openai.api_server
 PROXY = "proxy"            # a router / reference proxy
 OTHER = "other"            # another vllm subcommand (bench, chat, ...)
+ENGINE = "engine"          # the Python engine API: LLM(...), AsyncEngineArgs(...), from_engine_args
 
 
 @dataclass

@@ -11,10 +11,10 @@ import json
 import re
 from dataclasses import dataclass
 
-from ...model.launch import API_SERVER, RENDER, SERVE, TOKENS_ONLY, Arg, Edit, Launch, Span
+from ...model.launch import API_SERVER, ENGINE, RENDER, SERVE, TOKENS_ONLY, Arg, Edit, Launch, Span
 from . import Catalogue, Match, normalize
 
-VLLM_KINDS = (SERVE, TOKENS_ONLY, RENDER, API_SERVER)
+VLLM_KINDS = (SERVE, TOKENS_ONLY, RENDER, API_SERVER, ENGINE)
 NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 PLACEHOLDER = re.compile(r"[$`{}%<>*?\s\\\[\]]")
 
@@ -55,6 +55,12 @@ class Opt:
         span = self.name_span()
         if span is None or self.arg.file is None:
             return None
+        if getattr(self.arg, "keyword_style", None):      # a Python keyword / key: snake_case
+            if self.arg.value.startswith("--no-") and new.startswith("--no-"):
+                new = new[5:]                              # `enforce_eager=False` keeps its value
+            elif new.startswith("--no-"):
+                return None
+            new = new.lstrip("-").replace("-", "_")
         return Edit(self.arg.file, span[0], span[1], new)
 
 
