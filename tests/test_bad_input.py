@@ -78,7 +78,7 @@ def test_malformed_json_in_a_flag_is_a_finding_not_a_crash(tmp_path: Path):
     data = "vllm serve m --kv-transfer-config '{\"kv_connector\": \"NixlConnector\",}'\n"
     result, bad = run_with(tmp_path, "pd.sh", data)
     assert result.exit_code == 1 and bad.read_text() == data
-    assert f"{bad}:1:35: VL103 --kv-transfer-config is not valid JSON" in result.stdout
+    assert f"{bad}:1:35: VL103 error: --kv-transfer-config is not valid JSON" in result.stdout
 
 
 def test_non_utf8_file(tmp_path: Path):
@@ -194,7 +194,7 @@ def test_10000_deep_shell_and_json_are_read_flat(data, tmp_path: Path):
     assert result.exit_code in (0, 1) and bad.read_text() == data, result.output
     assert time.monotonic() - started < 20
     if "kv-transfer-config" in data:
-        assert "VL103 --kv-transfer-config is not valid JSON" in result.stdout
+        assert "VL103 error: --kv-transfer-config is not valid JSON" in result.stdout
 
 
 # -- templates ---------------------------------------------------------------------------------

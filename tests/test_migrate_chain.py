@@ -46,12 +46,12 @@ def test_chain_from_0_27_to_0_33(tmp_path):
     assert "from vLLM 0.27.0 (--from), 6 steps: 0.28.0, 0.29.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0" in out
     steps = out.split("  step ")[1:]
     by_step = {s.split(":", 1)[0]: s for s in steps}
-    assert "VL302 `--calculate-kv-scales` was removed in vLLM 0.28.0" in by_step["0.28.0"]
+    assert "VL302 error: `--calculate-kv-scales` was removed in vLLM 0.28.0" in by_step["0.28.0"]
     assert "fixed VL303" in by_step["0.29.0"] and "fixed VL305" in by_step["0.29.0"]
     assert by_step["0.30.0"].count("fixed VL303") == 2 and "fixed VL001" in by_step["0.30.0"]
     assert by_step["0.31.0"].startswith("0.31.0: nothing to change")
     assert "fixed VL303" in by_step["0.32.0"] and "needs a human" in by_step["0.32.0"] \
-        and "VL103 `kv_rank`" in by_step["0.32.0"]
+        and "VL103 error: `kv_rank`" in by_step["0.32.0"]
     assert "fixed VL303" in by_step["0.33.0"]
     assert "image tag vllm/vllm-openai:v0.27.0 -> vllm/vllm-openai:v0.33.0" in out
     assert "Left for a human (2):" in out
