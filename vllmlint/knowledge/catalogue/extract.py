@@ -36,6 +36,7 @@ GENERATOR = "scripts/extract_catalogue.py"
 SCHEMA = 1
 MAX_DEFAULT = 48          # characters of a default's source kept
 MAX_TEXT = 200            # characters of a deprecation message kept
+EXPORTS_UNDER = "vllm/entrypoints/"   # modules whose top-level names are kept (launchers import them)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1580,6 +1581,8 @@ class Extractor:
                                  if isinstance(e, ast.Constant) and isinstance(e.value, str))
             out["connectors"] = sorted(set(names))
         keys: dict = {}
+        defaults: dict = {}
+        unsupported: list = []
         for rel in self.tree.names:
             if "kv_connector/v1/nixl" not in rel:
                 continue
@@ -1596,8 +1599,14 @@ class Extractor:
                     if node.func.attr == "get_from_extra_config" or \
                             (node.func.attr == "get" and owner.endswith("extra_config")):
                         keys.setdefault(node.args[0].value, f"{rel}:{node.lineno}")
+                        if len(node.args) > 1 and node.args[0].value not in defaults:
+                            defaults[node.args[0].value] = _short(mod.seg(node.args[1]))
+            unsupported.extend(self._bidirectional_raises(mod))
         if keys:
             out["nixl_extra_keys"] = dict(sorted(keys.items()))
+            out["nixl_extra_defaults"] = {k: defaults[k] for k in sorted(defaults) if k in keys}
+        if unsupported:
+            out["bidirectional_unsupported"] = sorted(unsupported, key=lambda r: r["at"])
         kvc = json_cfg.get("--kv-transfer-config")
         if kvc and "kv_role" in kvc["fields"]:
             mod = self.index.module(kvc["file"][:-3].replace("/", "."))
@@ -1607,6 +1616,63 @@ class Extractor:
                 if t.literals:
                     out["roles"] = sorted(set(t.literals))
         return out
+
+    def _bidirectional_raises(self, mod: Module) -> list[dict]:
+        """`raise NotImplementedError` under an `if` whose test (or whose class) ties it to
+        bidirectional transfer: what the release rejects, as `file:line` evidence. `when` says
+        which combination: `pcp` (prefill context parallel > 1) or `push` (the push connector)."""
+        found = []
+
+        def visit(node, cls):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.ClassDef):
+                    visit(child, child.name)
+                    continue
+                if isinstance(child, ast.If):
+                    test = mod.seg(child.test)
+                    for stmt in child.body:
+                        if not (isinstance(stmt, ast.Raise) and stmt.exc is not None
+                                and "NotImplementedError" in mod.seg(stmt.exc)):
+                            continue
+                        msg = mod.seg(stmt.exc)
+                        if "bidirectional" not in (test + msg).lower():
+                            continue
+                        when = "pcp" if re.search(r"\bpcp|prefill_context_parallel", test) else \
+                            "push" if "push" in (cls or "").lower() or "push" in msg.lower() else None
+                        if when:
+                            text = re.findall(r"['\"](.*?)['\"]", msg)
+                            found.append({"at": f"{mod.rel}:{stmt.lineno}", "when": when, "test": _short(test, MAX_TEXT),
+                                          "text": _short(" ".join(text), MAX_TEXT)})
+                visit(child, cls)
+
+        visit(mod.node, None)
+        return found
+
+    # -- Python modules: where each lives, what the launcher-facing ones define ---------------
+    def modules(self) -> dict:
+        """Every `vllm.*` module in the wheel's file list, grouped by package:
+        `{"vllm.entrypoints.common": "__init__ chat_utils cli_args ..."}` (`__init__`: the
+        package itself is a module)."""
+        out: dict[str, list[str]] = {}
+        for rel in self.tree.names:
+            parts = rel[:-3].split("/")
+            out.setdefault(".".join(parts[:-1]), []).append(parts[-1])
+        return {pkg: " ".join(sorted(leaves)) for pkg, leaves in sorted(out.items())}
+
+    def exports(self) -> dict:
+        """The public names each `vllm.entrypoints` module defines at its top level (classes,
+        functions, assignments; re-exported imports are left out, so a check that asks for a
+        name here errs towards "not there")."""
+        out = {}
+        for rel in self.tree.names:
+            if not rel.startswith(EXPORTS_UNDER):
+                continue
+            mod = self.index.module_at(rel)
+            if mod is None:
+                continue
+            names = sorted(n for n in mod.defs if not n.startswith("_"))
+            out[mod.dotted] = " ".join(names)
+        return dict(sorted(out.items()))
 
     # -- all of it --------------------------------------------------------------------------
     def extract(self) -> dict:
@@ -1628,6 +1694,8 @@ class Extractor:
             "deprecated_modules": deps["modules"],
             "kv": self.kv(json_cfg),
             "deprecation_notes": deps["notes"],
+            "modules": self.modules(),
+            "exports": self.exports(),
         }
         if self.problems:
             cat["problems"] = self.problems
@@ -1657,7 +1725,7 @@ def dumps(cat: dict) -> str:
     items = list(cat.items())
     for i, (key, value) in enumerate(items):
         comma = "," if i + 1 < len(items) else ""
-        if isinstance(value, dict) and key in ("flags", "env", "env_adhoc", "deprecated_modules") and value:
+        if isinstance(value, dict) and key in ("flags", "env", "env_adhoc", "deprecated_modules", "modules", "exports") and value:
             _write_table(out, key, value, comma)
         elif key == "json" and value:
             out.write(f"{json.dumps(key)}: {{\n")
@@ -1732,6 +1800,7 @@ def build_index(folder: Path) -> dict:
                 rec[i] = True
         for key in cat.get("kv", {}).get("nixl_extra_keys", {}):
             nixl.setdefault(key, [False] * len(versions))[i] = True
+    mods_index, moved = _module_history(cats, versions)
     renamed: dict = {}
     for a, b in zip(versions, versions[1:]):
         fa, fb = cats[a]["flags"], cats[b]["flags"]
@@ -1750,8 +1819,43 @@ def build_index(folder: Path) -> dict:
         "json_fields": {f: {k: _runs(p, versions) for k, p in sorted(d.items())} for f, d in sorted(fields.items())},
         "nixl_extra_keys": {k: _runs(p, versions) for k, p in sorted(nixl.items())},
         "renamed_flags": dict(sorted(renamed.items())),
+        "modules": mods_index,
+        "moved_modules": moved,
     }
     return out
+
+
+def module_set(cat: dict) -> set[str]:
+    """The dotted `vllm.*` modules of one catalogued release (empty: not recorded)."""
+    out = set()
+    for pkg, leaves in cat.get("modules", {}).items():
+        for leaf in leaves.split():
+            out.add(pkg if leaf == "__init__" else f"{pkg}.{leaf}")
+    return out
+
+
+def _module_history(cats: dict, versions: list[str]) -> tuple[dict, dict]:
+    """Runs of the modules that are not in every release with a recorded module list (the
+    others never moved), and the modules moved between two such releases: gone in B, and B
+    adds exactly one module with the same last name (`launchers.cli_args` -> `common.cli_args`)."""
+    with_mods = [v for v in versions if cats[v].get("modules")]
+    sets = {v: module_set(cats[v]) for v in with_mods}
+    if not with_mods:
+        return {}, {}
+    everywhere = set.intersection(*sets.values())
+    changing = sorted(set().union(*sets.values()) - everywhere)
+    runs = {m: _runs([m in sets[v] for v in with_mods], with_mods) for m in changing}
+    moved: dict = {}
+    for a, b in zip(with_mods, with_mods[1:]):
+        gone, new = sets[a] - sets[b], sets[b] - sets[a]
+        by_leaf: dict = {}
+        for m in new:
+            by_leaf.setdefault(m.rsplit(".", 1)[-1], []).append(m)
+        for m in sorted(gone):
+            hits = by_leaf.get(m.rsplit(".", 1)[-1], [])
+            if len(hits) == 1:
+                moved[m] = {"in": b, "to": hits[0]}
+    return runs, dict(sorted(moved.items()))
 
 
 def dumps_index(index: dict) -> str:
