@@ -140,14 +140,19 @@ def workers_for(n_files: int) -> int:
     return max(1, min(cores, MAX_WORKERS))
 
 
-def _read_and_parse(cand: Candidate, override: str | None):
-    """One file: ("file", ParsedFile) | ("other", SourceFile) | ("problem", Problem) | None."""
-    try:
-        source = read_source(cand.path, cand.display, cand.kind)
-    except Unreadable as err:
-        return "problem", Problem(cand.display, err.line, err.reason)
-    if override is not None:
-        source.text = override
+def _read_and_parse(cand: Candidate, override: str | SourceFile | None):
+    """One file: ("file", ParsedFile) | ("other", SourceFile) | ("problem", Problem) | None.
+    `override`: the text to use instead of the file's, or the SourceFile already read (a cache
+    miss on a later pass: not read twice)."""
+    if isinstance(override, SourceFile):
+        source = override
+    else:
+        try:
+            source = read_source(cand.path, cand.display, cand.kind)
+        except Unreadable as err:
+            return "problem", Problem(cand.display, err.line, err.reason)
+        if override is not None:
+            source.text = override
     if cand.kind == "requirements":
         return "other", source
     try:
@@ -162,11 +167,11 @@ def _read_and_parse(cand: Candidate, override: str | None):
     return ("file", parsed) if parsed is not None else None
 
 
-def _parse_chunk(work: list[tuple[Candidate, str | None]]) -> list:
+def _parse_chunk(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
     return [_read_and_parse(cand, override) for cand, override in work]
 
 
-def _parse_all(work: list[tuple[Candidate, str | None]]) -> list:
+def _parse_all(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
     """Each file's result, in order; in worker processes when the tree is big enough and the
     platform can fork (a forked worker inherits the imported parsers: no start-up cost)."""
     jobs = workers_for(len(work))
@@ -191,6 +196,7 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
     overrides = overrides or {}
     results: list = [None] * len(candidates)
     todo: list[int] = []
+    already_read: dict[int, SourceFile] = {}
     for i, cand in enumerate(candidates):
         if ON_FILE is not None:
             ON_FILE(cand)
@@ -206,8 +212,10 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
             if hit is not None:
                 results[i] = "cached", hit
                 continue
+            already_read[i] = source
         todo.append(i)
-    parsed_now = _parse_all([(candidates[i], overrides.get(candidates[i].path)) for i in todo])
+    parsed_now = _parse_all([(candidates[i], already_read.get(i) or overrides.get(candidates[i].path))
+                             for i in todo])
     for i, result in zip(todo, parsed_now):
         results[i] = result
         if result is not None and result[0] == "file" and cache is not None:
