@@ -59,6 +59,21 @@ FORMATS = ["text", "json", "sarif", "github", "gitlab"]
 FAIL_LEVELS = ["error", "warning", "info"]
 
 
+def _problems(problems, verbose: bool) -> list:
+    """The problems that fail the run: files that concern vLLM and could not be read. A file
+    that never mentions vLLM (a Terraform `*.tpl`, a sample YAML full of `{{ }}`) is skipped and
+    listed only with --verbose, so one stray template does not turn a clean repository's CI red."""
+    if verbose:
+        for p in problems:
+            if not p.concerns_vllm:
+                click.echo(f"{p} (skipped: it never mentions vLLM)", err=True)
+    return [p for p in problems if p.concerns_vllm]
+
+
+VERBOSE = click.option("-v", "--verbose", is_flag=True,
+                       help="Also list the files skipped because they cannot be parsed and never mention vLLM.")
+
+
 def check_codes(codes: list[str], option: str) -> None:
     """Every code or prefix names at least one rule (or is ALL): a typo is a usage error."""
     from .lint.registry import load_rules
@@ -104,9 +119,10 @@ def check_codes(codes: list[str], option: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary, no progress messages.")
 @click.option("--stdin-filename", metavar="NAME",
               help="With `-` as PATH: the name the file read from stdin has (it decides the file kind).")
+@VERBOSE
 def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, topology, model_config,
           prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero,
-          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename):
+          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, verbose):
     """Check PATHS (default: the current folder; `-`: one file from stdin)."""
     from pathlib import Path
 
@@ -168,7 +184,8 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
             import shutil
 
             shutil.rmtree(tmp, ignore_errors=True)
-    errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
+    problems = _problems(outcome.problems, verbose)
+    errors = list(missing) + [str(p) for p in problems] + outcome.dropped
     note = (lambda s: None) if quiet else (lambda s: click.echo(s, err=True))
     report_err = False             # findings go to stderr: stdout holds the fixed file (stdin --fix)
     changed = outcome.changed()
@@ -211,7 +228,7 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
             out = render_statistics(findings, "json" if fmt == "json" else "text")
         else:
             out = render(findings, fmt, rules=rules, suppressed=outcome.suppressed,
-                         color=fmt == "text" and out_stream.isatty())
+                         color=fmt == "text" and out_stream.isatty(), problems=problems)
         if out or fmt in ("json", "sarif", "gitlab"):
             click.echo(out, err=report_err)
         if fmt == "text" and not quiet and not show_statistics and candidates:
@@ -265,7 +282,8 @@ def _write(outcome) -> list[str]:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def launches(paths, fmt):
+@VERBOSE
+def launches(paths, fmt, verbose):
     """List every vLLM launch found, with its argv and environment."""
     from .lint.project import load
     from .lint.report import launch_dict
@@ -281,9 +299,10 @@ def launches(paths, fmt):
             release = f"  [runs {row['release']}: {row['release_from']}]" if row["release"] else ""
             click.echo(f"{row['path']}:{row['line']}: {row['kind']} ({row['context']}): "
                        f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release)
-    for line in list(missing) + [str(p) for p in project.problems]:
+    problems = _problems(project.problems, verbose)
+    for line in list(missing) + [str(p) for p in problems]:
         click.echo(line, err=True)
-    sys.exit(2 if missing or project.problems else 0)
+    sys.exit(2 if missing or problems else 0)
 
 
 @main.command("rules")
@@ -330,7 +349,8 @@ def _optional_target(ctx, param, value):
 @click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
               help="Write a Markdown summary for a pull request: per file what changed and why, what needs a human.")
-def migrate(paths, to_version, from_version, diff, report_file):
+@VERBOSE
+def migrate(paths, to_version, from_version, diff, report_file, verbose):
     """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
@@ -357,7 +377,7 @@ def migrate(paths, to_version, from_version, diff, report_file):
         chain = run_chain(candidates, steps, post_edits)
     outcome = chain.outcome
     fixed_all = [f for step in chain.steps for f in step.fixed] if len(steps) > 1 else list(outcome.fixed)
-    errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
+    errors = list(missing) + [str(p) for p in _problems(outcome.problems, verbose)] + outcome.dropped
     changed = outcome.changed()
     if diff:
         for path, (orig, new) in sorted(changed.items(), key=lambda kv: kv[1][0].display):

@@ -11,7 +11,7 @@ from pathlib import Path
 from .discovery import Candidate
 from ..model.launch import EnvEntry, Launch, ParsedFile, ParseError, SourceFile
 from .releases import assign_releases
-from .sources import Unreadable, read_source
+from .sources import Unreadable, mentions_vllm, read_source
 
 
 def parser_for(kind: str):
@@ -44,6 +44,8 @@ class Problem:
     display: str
     line: int
     reason: str
+    # False: the file never mentions vLLM, so it is skipped (listed with --verbose), not an error
+    concerns_vllm: bool = True
 
     def __str__(self) -> str:
         from .report import mask_secrets
@@ -150,7 +152,7 @@ def _read_and_parse(cand: Candidate, override: str | SourceFile | None):
         try:
             source = read_source(cand.path, cand.display, cand.kind)
         except Unreadable as err:
-            return "problem", Problem(cand.display, err.line, err.reason)
+            return "problem", Problem(cand.display, err.line, err.reason, err.concerns_vllm)
         if override is not None:
             source.text = override
     if cand.kind == "requirements":
@@ -158,12 +160,13 @@ def _read_and_parse(cand: Candidate, override: str | SourceFile | None):
     try:
         parsed = parse_source(source)
     except ParseError as err:
-        return "problem", Problem(cand.display, err.line, err.reason)
+        return "problem", Problem(cand.display, err.line, err.reason, mentions_vllm(source.text))
     except RecursionError:
-        return "problem", Problem(cand.display, 1, "nested too deeply to read")
+        return "problem", Problem(cand.display, 1, "nested too deeply to read", mentions_vllm(source.text))
     except Exception as err:     # a parser bug on odd input: report this file, check the others
         return "problem", Problem(cand.display, 1, f"internal error while reading it: "
-                                                   f"{type(err).__name__}: {err} (please report)")
+                                                   f"{type(err).__name__}: {err} (please report)",
+                                  mentions_vllm(source.text))
     return ("file", parsed) if parsed is not None else None
 
 
@@ -204,7 +207,7 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
             try:
                 source = read_source(cand.path, cand.display, cand.kind)
             except Unreadable as err:
-                results[i] = "problem", Problem(cand.display, err.line, err.reason)
+                results[i] = "problem", Problem(cand.display, err.line, err.reason, err.concerns_vllm)
                 continue
             if cand.path in overrides:
                 source.text = overrides[cand.path]

@@ -152,15 +152,29 @@ def render_statistics(findings: list[Finding], fmt: str) -> str:
 SEVERITY_COLOR = {"error": "red", "warning": "yellow", "info": "blue"}
 
 
-def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bool = False) -> str:
+# A file that concerns vLLM and cannot be read is an error of the run, not a finding: text
+# prints it on stderr (`path:line: reason`, exit 2); the machine formats carry it too, so a
+# consumer that reads only stdout sees why the run failed. JSON: an entry shaped like a
+# finding with code E000 (the array stays what today's consumers read); SARIF: a
+# toolExecutionNotification; GitHub: an ::error annotation; GitLab: a critical issue.
+PROBLEM_CODE, PROBLEM_NAME = "E000", "unreadable-file"
+
+
+def problem_dict(p) -> dict:
+    return {"code": PROBLEM_CODE, "name": PROBLEM_NAME, "severity": "error", "path": p.display,
+            "line": p.line, "column": 1 if p.line else 0, "message": mask_secrets(p.reason), "fixable": False}
+
+
+def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bool = False,
+           problems=()) -> str:
     if fmt == "json":
-        return json.dumps([finding_dict(f) for f in findings], indent=2)
+        return json.dumps([finding_dict(f) for f in findings] + [problem_dict(p) for p in problems], indent=2)
     if fmt == "sarif":
-        return json.dumps(sarif(findings, rules, suppressed), indent=2)
+        return json.dumps(sarif(findings, rules, suppressed, problems), indent=2)
     if fmt == "github":
-        return "\n".join(github_line(f) for f in findings)
+        return "\n".join([github_line(f) for f in findings] + [github_problem(p) for p in problems])
     if fmt == "gitlab":
-        return json.dumps(gitlab(findings), indent=2)
+        return json.dumps(gitlab(findings) + [gitlab_problem(p) for p in problems], indent=2)
     if color:
         import click
 
@@ -190,6 +204,11 @@ def github_line(f: Finding) -> str:
             f"title={_gh_prop(f'{f.code} {f.name}')}::{_gh_data(f.message)}")
 
 
+def github_problem(p) -> str:
+    where = f"file={_gh_prop(p.display)}" + (f",line={p.line}" if p.line else "")
+    return f"::error {where},title={_gh_prop(f'{PROBLEM_CODE} {PROBLEM_NAME}')}::{_gh_data(mask_secrets(p.reason))}"
+
+
 # -- GitLab code quality (Code Climate JSON) --------------------------------------------
 GITLAB_SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
 
@@ -216,6 +235,16 @@ def gitlab(findings: list[Finding]) -> list[dict]:
                     "location": {"path": diff_path(f.file.display),
                                  "lines": {"begin": max(line, 1), "end": max(end_line, line, 1)}}})
     return out
+
+
+def gitlab_problem(p) -> dict:
+    import hashlib
+
+    return {"type": "issue", "check_name": PROBLEM_CODE,
+            "description": f"{PROBLEM_CODE} {PROBLEM_NAME}: {mask_secrets(p.reason)}",
+            "categories": ["Bug Risk"], "severity": "critical",
+            "fingerprint": hashlib.sha256(f"{PROBLEM_CODE}:{p.display}:{p.reason}".encode()).hexdigest()[:32],
+            "location": {"path": diff_path(p.display), "lines": {"begin": max(p.line, 1), "end": max(p.line, 1)}}}
 
 
 # -- SARIF 2.1.0 --------------------------------------------------------------------------
@@ -256,7 +285,7 @@ def _result(f: Finding, index: dict, suppression: dict | None = None) -> dict:
     return result
 
 
-def sarif(findings: list[Finding], rules=(), suppressed=()) -> dict:
+def sarif(findings: list[Finding], rules=(), suppressed=(), problems=()) -> dict:
     from .. import PROJECT_URL, __version__
     from .docs import help_uri, rule_page
 
@@ -287,7 +316,22 @@ def sarif(findings: list[Finding], rules=(), suppressed=()) -> dict:
     return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
             "runs": [{"tool": {"driver": {"name": "vllmlint", "version": __version__, "semanticVersion": __version__,
                                           "informationUri": PROJECT_URL, "rules": descriptors}},
+                      "invocations": [_invocation(problems)],
                       "columnKind": "unicodeCodePoints", "results": results}]}
+
+
+def _invocation(problems) -> dict:
+    notes = []
+    for p in problems:
+        note = {"level": "error", "message": {"text": mask_secrets(p.reason)},
+                "descriptor": {"id": PROBLEM_CODE}}
+        if p.line or p.display != "vllmlint":
+            location = {"artifactLocation": {"uri": _uri(p.display)}}
+            if p.line:
+                location["region"] = {"startLine": p.line}
+            note["locations"] = [{"physicalLocation": location}]
+        notes.append(note)
+    return {"executionSuccessful": not problems, "toolExecutionNotifications": notes}
 
 
 def launch_dict(launch: Launch) -> dict:
