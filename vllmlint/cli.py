@@ -391,7 +391,8 @@ def migrate(paths, to_version, from_version, diff, report_file):
     else:
         errors += _write(outcome)
     verb = "would change" if diff else "changed"
-    click.echo(f"\nMigration to vLLM {fmt(to_version)}: {verb} {len(changed)} file(s).", err=diff)
+    to_text = fmt(to_version) if added is None else f"{added.name} ({added.version})"
+    click.echo(f"\nMigration to vLLM {to_text}: {verb} {len(changed)} file(s).", err=diff)
     say = (lambda s: click.echo(s, err=True)) if diff else click.echo
     if len(steps) > 1:
         say(f"  from vLLM {fmt(from_version)} ({origin}), {len(steps)} steps: {', '.join(fmt(v) for v in steps)}")
@@ -543,10 +544,9 @@ def catalogue_list(fmt):
     if fmt == "json":
         click.echo(json.dumps({"added_dir": str(where), "releases": rows}, indent=1))
         return
-    width = max(len(r["name"]) for r in rows)
-    vwidth = max(len(r["version"]) for r in rows)
+    widths = [max(len(r[k]) for r in rows) for k in ("name", "version", "source")]
     for r in rows:
-        click.echo(f"{r['name']:<{width}}  {r['version']:<{vwidth}}  {r['source']:<9}  {r['where']}")
+        click.echo(f"{r['name']:<{widths[0]}}  {r['version']:<{widths[1]}}  {r['source']:<{widths[2]}}  {r['where']}")
     click.echo(f"{len(versions())} built-in, {len(rows) - len(versions())} added (in {where})", err=True)
 
 
