@@ -1,6 +1,8 @@
 """Extract one vLLM release's configuration surface from its wheel, without importing vLLM.
 
-    python scripts/extract_catalogue.py WHEEL_OR_DIR [WHEEL_OR_DIR ...] [-o vllmlint/knowledge/catalogue]
+    vllmlint catalogue add --builtin WHEEL_OR_DIR [...] [-o DIR]     # the built-in catalogue
+    python scripts/extract_catalogue.py WHEEL_OR_DIR [...] [-o DIR]   # the same (main() below)
+    vllmlint catalogue add WHEEL_OR_DIR --name NAME                   # a user's release (added.py)
 
 WHEEL_OR_DIR is a `vllm-X-*.whl` (read in place: only its `vllm/*.py` members are parsed) or
 a folder holding an unpacked wheel (`DIR/vllm/...`). The release number comes from
