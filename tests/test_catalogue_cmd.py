@@ -131,6 +131,13 @@ def test_settings_catalogue_dir_is_relative_to_the_settings_file(tmp_path, monke
     assert [f["code"] for f in json.loads(res.output)] == ["VL302"], res.output
     res = cli("check", "--show-settings")
     assert json.loads(res.output)["catalogue-dir"] == str(proj / "ops" / "vllm")
+    # from elsewhere, with --config: the same folder
+    monkeypatch.chdir(tmp_path)
+    res = cli("catalogue", "--config", proj / ".vllmlint.toml", "list", "--format", "json")
+    listed = json.loads(res.stdout)
+    assert listed["added_dir"] == str(proj / "ops" / "vllm") and listed["releases"][-1]["name"] == "nightly"
+    res = cli("check", "--config", proj / ".vllmlint.toml", "--format", "json", proj / "deploy")
+    assert [f["code"] for f in json.loads(res.stdout)] == ["VL302"], res.output
 
 
 def test_migrate_to_an_added_release_leaves_the_image_to_a_human(tmp_path):

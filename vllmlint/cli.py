@@ -470,12 +470,25 @@ class _progress:
 
 
 @main.group()
-def catalogue():
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="Settings file whose catalogue-dir to use (default: .vllmlint.toml or [tool.vllmlint] in "
+                   "pyproject.toml, searched upwards).")
+@click.pass_context
+def catalogue(ctx, config_file):
     """The vLLM releases vllmlint knows: add a nightly, a fork or a plugin install; list; diff two.
 
     Added releases live in $VLLMLINT_CATALOGUE_DIR, else `catalogue-dir` in the settings (relative
     to the settings file: a team can commit theirs), else ~/.cache/vllmlint/catalogue; their
     names work wherever a release does (--target-version, migrate --to/--from, diff)."""
+    from pathlib import Path
+
+    from .lint.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(Path.cwd(), config_file)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    ctx.obj = _added_dir(settings)
 
 
 @catalogue.command("add")
@@ -514,7 +527,7 @@ def catalogue_add(sources, name, version, builtin, out):
         raise click.UsageError("--name names one release: add the others one by one")
     from .knowledge.catalogue.added import add
 
-    where = _added_dir()
+    where = click.get_current_context().obj
     for src in sources:
         try:
             entry, cat, replaced = add(Path(src), where, name, version)
@@ -536,7 +549,7 @@ def catalogue_list(fmt):
     from .knowledge.catalogue import DATA, versions
     from .knowledge.catalogue.added import entries
 
-    where = _added_dir()
+    where = click.get_current_context().obj
     rows = [{"name": v, "version": v, "source": "built-in", "where": str(DATA / f"vllm-{v}.json")}
             for v in versions()]
     rows += [{"name": e.name, "version": e.version, "source": e.source, "where": str(e.path)}
@@ -561,7 +574,7 @@ def catalogue_diff(a, b, fmt):
     from .knowledge.catalogue import named
     from .knowledge.catalogue.diff import diff, render_text
 
-    where = _added_dir()
+    where = click.get_current_context().obj
     cats = []
     for value, hint in ((a, "'A'"), (b, "'B'")):
         try:
