@@ -90,9 +90,8 @@ class JsonConfigKey(Rule):
 
     def _added(self, hist, flag, key):
         runs = hist.data["json_fields"].get(flag, {}).get(key)
-        from vllmlint.knowledge.catalogue import vkey
         for first, _ in runs or []:
-            if vkey(first) > tuple(self.target):
+            if hist.vt(first) > tuple(self.target):
                 return first
         return None
 

@@ -85,7 +85,7 @@ def test_disable_log_requests_fixed_only_with_the_release(tmp_path, monkeypatch)
 def test_unknown_release_is_a_usage_error(tmp_path, args):
     result = CliRunner().invoke(main, args + [str(tmp_path)])
     assert result.exit_code == 2
-    assert "0.6.6-0.33.0" in result.output and "extract_catalogue.py" in result.output
+    assert "0.6.6-0.33.0" in result.output and "vllmlint catalogue add" in result.output
 
 
 def test_latest_is_the_newest_catalogued(tmp_path):

@@ -1,4 +1,4 @@
-"""Command line: check | launches | migrate | rules | rule CODE.
+"""Command line: check | launches | migrate | rules | rule CODE | catalogue add/list/diff.
 
 Exit codes: 0 no finding remains, 1 findings remain, 2 usage error or a file that could not be
 read or parsed (reported as `path:line: reason`; the other files are still checked).
@@ -18,26 +18,37 @@ from .knowledge.versions import parse_version
 DEFAULT_TARGET = "0.30.0"
 
 
-def _target(ctx, param, value):
-    """A catalogued release, or `latest` (the newest catalogued); anything else is a usage error."""
-    from .knowledge.catalogue import versions
-    known = versions()
-    if value.strip().lower() == "latest":
-        return parse_version(known[-1])
+def _added_dir(settings=None):
+    """The folder of added releases: $VLLMLINT_CATALOGUE_DIR, the settings' catalogue-dir, the cache."""
+    from pathlib import Path
+
+    from .knowledge.catalogue.added import folder
+    from .lint.config import ConfigError, load_settings
+
+    if settings is None:
+        try:
+            settings = load_settings(Path.cwd())
+        except ConfigError:
+            settings = None
+    return folder(settings.catalogue_dir if settings is not None else None)
+
+
+def _resolve_target(value: str, param_hint: str, added_dir):
+    """A catalogued release, `latest` (the newest built-in one) or the name of an added release
+    -> (release number, the added catalogue or None); anything else is a usage error."""
+    from .knowledge.catalogue import resolve
+
     try:
-        version = parse_version(value)
-    except ValueError:
-        version = None
-    if version is None or ".".join(map(str, version)) not in known:
-        raise click.BadParameter(
-            f"{value!r} is not a catalogued vLLM release: use one of {known[0]}-{known[-1]} "
-            f"({', '.join(known[-4:])}, ...) or `latest`; to add a release, run "
-            f"`python scripts/extract_catalogue.py vllm-X.Y.Z-*.whl` (README: Version catalogue)")
-    return version
+        return resolve(value, added_dir)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint=param_hint) from None
 
 
-def _target_or_none(ctx, param, value):
-    return None if value is None else _target(ctx, param, value)
+def _use(cat) -> None:
+    """Rules read the added release `cat` as the target's catalogue (None: the built-in ones)."""
+    from .knowledge.catalogue import use
+
+    use(cat)
 
 
 def _codes(values: tuple[str, ...]) -> list[str]:
@@ -95,8 +106,9 @@ def check_codes(codes: list[str], option: str) -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour.")
 @click.option("--select", multiple=True, help="Only these codes (or prefixes), comma-separated.")
 @click.option("--ignore", multiple=True, help="Skip these codes (or prefixes), comma-separated.")
-@click.option("--target-version", default=None, callback=_target_or_none,
-              help="The vLLM release the configs must work with (default: config, else 0.30.0).")
+@click.option("--target-version", default=None,
+              help="The vLLM release the configs must work with: a catalogued release, `latest`, or the name "
+                   "of one added with `vllmlint catalogue add` (default: config, else 0.30.0).")
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False),
               help="Output of `nvidia-smi topo -p2p r` or `nvidia-smi topo -m` for the GPU host (VL201).")
 @click.option("--model-config", type=click.Path(exists=True),
@@ -140,13 +152,20 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     settings.select = _codes(select) or settings.select
     settings.ignore = _codes(ignore) + settings.ignore
     fail_level = fail_level or settings.fail_level
+    added_dir = _added_dir(settings)
+    added = None
     if target_version is None:
+        from .knowledge.catalogue.added import load_added
+
+        added = load_added(added_dir, settings.target_version.strip())
         try:
-            target_version = parse_version(settings.target_version)
+            target_version = added.vtuple if added is not None else parse_version(settings.target_version)
         except ValueError as err:
             raise click.UsageError(f"{settings.source}: {err}") from None
     else:
-        settings.target_version = ".".join(map(str, target_version))
+        target_version, added = _resolve_target(target_version, "'--target-version'", added_dir)
+        settings.target_version = added.name if added is not None else ".".join(map(str, target_version))
+    _use(added)
     settings.topology = topology or settings.topology
     settings.model_config = model_config or settings.model_config
     settings.prompt_tokens = prompt_tokens or settings.prompt_tokens
@@ -336,14 +355,11 @@ def show_rule(code):
         click.echo(page)
 
 
-def _optional_target(ctx, param, value):
-    return None if value is None else _target(ctx, param, value)
-
-
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--to", "to_version", required=True, callback=_target, help="Target vLLM release, e.g. 0.30.0.")
-@click.option("--from", "from_version", callback=_optional_target,
+@click.option("--to", "to_version", required=True,
+              help="Target vLLM release, e.g. 0.30.0, `latest`, or the name of one added with `vllmlint catalogue add`.")
+@click.option("--from", "from_version",
               help="The release the configs are written for (default: the oldest vllm/vllm-openai tag or "
                    "vllm== pin found). Every catalogued release in between is a step.")
 @click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing.")
@@ -360,6 +376,11 @@ def migrate(paths, to_version, from_version, diff, report_file, verbose):
     from .lint.report import text_line, unified_diff
     from .knowledge.versions import fmt
 
+    added_dir = _added_dir()
+    to_version, added = _resolve_target(to_version, "'--to'", added_dir)
+    if from_version is not None:
+        from_version, _ = _resolve_target(from_version, "'--from'", added_dir)
+    _use(added)
     candidates, missing = discover(list(paths) or ["."])
     origin = "--from"
     if from_version is None:
@@ -370,6 +391,11 @@ def migrate(paths, to_version, from_version, diff, report_file, verbose):
 
     def post_edits(project):
         bumps = find_bumps(project, to_version)
+        if added is not None:      # an added release (nightly, fork): which image or pin ships it is the user's call
+            for b in bumps:
+                if b.edit is not None:
+                    b.edit, b.why_not = None, (f"the target is the added release {added.name}: set the image "
+                                               f"or pin that ships it by hand")
         bumps_seen.extend(bumps)
         return [b.edit for b in bumps if b.edit]
 
@@ -385,7 +411,8 @@ def migrate(paths, to_version, from_version, diff, report_file, verbose):
     else:
         errors += _write(outcome)
     verb = "would change" if diff else "changed"
-    click.echo(f"\nMigration to vLLM {fmt(to_version)}: {verb} {len(changed)} file(s).", err=diff)
+    to_text = fmt(to_version) if added is None else f"{added.name} ({added.version})"
+    click.echo(f"\nMigration to vLLM {to_text}: {verb} {len(changed)} file(s).", err=diff)
     say = (lambda s: click.echo(s, err=True)) if diff else click.echo
     if len(steps) > 1:
         say(f"  from vLLM {fmt(from_version)} ({origin}), {len(steps)} steps: {', '.join(fmt(v) for v in steps)}")
@@ -460,6 +487,122 @@ class _progress:
 
             project.ON_FILE = None
             self.bar.stop()
+
+
+@main.group()
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="Settings file whose catalogue-dir to use (default: .vllmlint.toml or [tool.vllmlint] in "
+                   "pyproject.toml, searched upwards).")
+@click.pass_context
+def catalogue(ctx, config_file):
+    """The vLLM releases vllmlint knows: add a nightly, a fork or a plugin install; list; diff two.
+
+    Added releases live in $VLLMLINT_CATALOGUE_DIR, else `catalogue-dir` in the settings (relative
+    to the settings file: a team can commit theirs), else ~/.cache/vllmlint/catalogue; their
+    names work wherever a release does (--target-version, migrate --to/--from, diff)."""
+    from pathlib import Path
+
+    from .lint.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(Path.cwd(), config_file)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    ctx.obj = _added_dir(settings)
+
+
+@catalogue.command("add")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--name", help="The name to use it by (default: its release number); not a built-in release's.")
+@click.option("--version", "version",
+              help="The vLLM release it is (or is based on), when its vllm/_version.py does not say X.Y.Z.")
+@click.option("--builtin", is_flag=True,
+              help="Maintainers: write vllm-X.json into the package's own catalogue (or -o) and rebuild "
+                   "its index.json, as scripts/extract_catalogue.py does.")
+@click.option("-o", "--out", type=click.Path(file_okay=False), help="With --builtin: the folder to write to.")
+def catalogue_add(sources, name, version, builtin, out):
+    """Extract the vLLM in SOURCES (a vllm-*.whl, an unpacked wheel, or a site-packages folder
+    holding vllm/) with the same AST reader as the built-in catalogue; nothing of it is imported."""
+    from pathlib import Path
+
+    from .knowledge.catalogue import extract as ex
+
+    if builtin:
+        if name:
+            raise click.UsageError("--name goes with added releases, not --builtin (those are named by release)")
+        dest_dir = Path(out) if out else Path(ex.__file__).resolve().parent
+        for src in sources:
+            try:
+                dest, cat = ex.write_release(Path(src), dest_dir, version)
+            except SystemExit as err:
+                raise click.UsageError(str(err)) from None
+            click.echo(f"{dest}: {ex.summary(cat)}")
+        dest, index = ex.write_index(dest_dir)
+        click.echo(f"{dest}: {len(index['versions'])} releases, {len(index['renamed_flags'])} renamed flags")
+        return
+    if out:
+        raise click.UsageError("-o goes with --builtin; added releases go to the catalogue folder "
+                               "($VLLMLINT_CATALOGUE_DIR or catalogue-dir in the settings)")
+    if name and len(sources) > 1:
+        raise click.UsageError("--name names one release: add the others one by one")
+    from .knowledge.catalogue.added import add
+
+    where = click.get_current_context().obj
+    for src in sources:
+        try:
+            entry, cat, replaced = add(Path(src), where, name, version)
+        except ValueError as err:
+            raise click.UsageError(str(err)) from None
+        click.echo(f"{'Replaced' if replaced else 'Added'} {entry.name} (vLLM {entry.version}, {entry.counts}) "
+                   f"in {entry.path}")
+        if cat.get("problems"):
+            click.echo(f"  the reader could not follow: {cat['problems']}", err=True)
+        if not cat["flags"]:
+            click.echo("  warning: no flags found: is this a vLLM whose `vllm serve` parser vllmlint can read?",
+                       err=True)
+
+
+@catalogue.command("list")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def catalogue_list(fmt):
+    """The built-in releases and the added ones: name, release number, source, where."""
+    from .knowledge.catalogue import DATA, versions
+    from .knowledge.catalogue.added import entries
+
+    where = click.get_current_context().obj
+    rows = [{"name": v, "version": v, "source": "built-in", "where": str(DATA / f"vllm-{v}.json")}
+            for v in versions()]
+    rows += [{"name": e.name, "version": e.version, "source": e.source, "where": str(e.path)}
+             for e in entries(where)]
+    if fmt == "json":
+        click.echo(json.dumps({"added_dir": str(where), "releases": rows}, indent=1))
+        return
+    widths = [max(len(r[k]) for r in rows) for k in ("name", "version", "source")]
+    for r in rows:
+        click.echo(f"{r['name']:<{widths[0]}}  {r['version']:<{widths[1]}}  {r['source']:<{widths[2]}}  {r['where']}")
+    click.echo(f"{len(versions())} built-in, {len(rows) - len(versions())} added (in {where})", err=True)
+
+
+@catalogue.command("diff")
+@click.argument("a")
+@click.argument("b")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def catalogue_diff(a, b, fmt):
+    """What changed from release A to release B (built-in numbers, `latest`, or added names):
+    flags added, removed and renamed, defaults and choices changed, env vars, JSON config fields,
+    KV connectors, subcommands. Exit 0 either way."""
+    from .knowledge.catalogue import named
+    from .knowledge.catalogue.diff import diff, render_text
+
+    where = click.get_current_context().obj
+    cats = []
+    for value, hint in ((a, "'A'"), (b, "'B'")):
+        try:
+            cats.append(named(value, where))
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint=hint) from None
+    d = diff(*cats)
+    click.echo(json.dumps(d, indent=1) if fmt == "json" else render_text(d))
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,

@@ -80,6 +80,12 @@ class Rule:
 
     @property
     def target_str(self) -> str:
+        """`0.30.0`; for an added release in use (`vllmlint catalogue add`), its own name."""
+        from ..knowledge.catalogue import active
+
+        added = active()
+        if added is not None and tuple(self.target) == added.vtuple and added.name != fmt(self.target):
+            return added.name
         return fmt(self.target)
 
 

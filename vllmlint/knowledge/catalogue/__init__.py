@@ -1,9 +1,15 @@
 """What each vLLM release accepts: flags, environment variables, JSON config fields.
 
 The data files next to this module are generated from the released wheels by
-`scripts/extract_catalogue.py` (one `vllm-X.json` per release, plus `index.json`: the releases
-each name was present in, and the flags renamed between two releases). Nothing is loaded at
-import time; each file is read once per process, when a rule first asks.
+`vllmlint catalogue add --builtin` (or its wrapper `scripts/extract_catalogue.py`: one
+`vllm-X.json` per release, plus `index.json`: the releases each name was present in, and the
+flags renamed between two releases). Nothing is loaded at import time; each file is read once
+per process, when a rule first asks.
+
+Releases a user added (`vllmlint catalogue add`: a nightly, a fork, a plugin install) live in
+a folder of their own (`added.py`); `use(cat)` makes one the target's catalogue for this
+process: `for_target` returns it for its release number and `history()` counts it as one more
+release, placed after the built-in ones with a release number not above its own.
 
     cat = for_target((0, 30, 0))      # the newest catalogued release <= 0.30.0
     cat.flag("--max_model_len")       # vLLM's spelling rules: `_` = `-`
@@ -46,7 +52,23 @@ def release_for(target: Version) -> str | None:
     return best
 
 
+_ADDED: "Catalogue | None" = None       # the added catalogue chosen as the target (use())
+
+
+def use(cat: "Catalogue | None") -> None:
+    """Make `cat` (an added release) the target's catalogue for this process; None: built-in only."""
+    global _ADDED
+    _ADDED = cat
+    _merged_history.cache_clear()
+
+
+def active() -> "Catalogue | None":
+    return _ADDED
+
+
 def for_target(target: Version) -> "Catalogue | None":
+    if _ADDED is not None and tuple(target) == _ADDED.vtuple:
+        return _ADDED
     v = release_for(target)
     return load(v) if v else None
 
@@ -79,6 +101,7 @@ class Catalogue:
     def __init__(self, data: dict):
         self.data = data
         self.version: str = data["version"]
+        self.name: str = data.get("added", {}).get("name") or self.version   # an added one's own name
         self.flags: dict = data["flags"]
         self.env: dict = data["env"]
         self.env_adhoc: dict = data.get("env_adhoc", {})
@@ -189,10 +212,15 @@ class Removal:
 
 
 class History:
-    def __init__(self, data: dict):
+    def __init__(self, data: dict, vtuples: dict | None = None):
         self.data = data
         self.versions = data["versions"]
         self._pos = {v: i for i, v in enumerate(self.versions)}
+        self._vt = dict(vtuples or {})       # release name -> number, for added releases
+
+    def vt(self, name: str) -> tuple[int, int, int]:
+        """The release number of a release in this history (an added one: the number it has)."""
+        return self._vt.get(name) or vkey(name)
 
     def _removal(self, table: dict, name: str, target: Version) -> Removal | None:
         rec = table.get(name)
@@ -201,12 +229,12 @@ class History:
         runs = rec["runs"] if isinstance(rec, dict) else rec
         last = None
         for first, end in runs:
-            if vkey(first) <= tuple(target):
+            if self.vt(first) <= tuple(target):
                 last = end
         if last is None:
             return None
         i = self._pos[last]
-        if i + 1 >= len(self.versions) or vkey(self.versions[i + 1]) > tuple(target):
+        if i + 1 >= len(self.versions) or self.vt(self.versions[i + 1]) > tuple(target):
             return None         # still there at the target
         info = {k: v for k, v in rec.items() if k != "runs"} if isinstance(rec, dict) else {}
         return Removal(name, last, self.versions[i + 1], info)
@@ -218,7 +246,7 @@ class History:
             return None
         runs = rec["runs"] if isinstance(rec, dict) else rec
         for first, _ in runs:
-            if vkey(first) > tuple(target):
+            if self.vt(first) > tuple(target):
                 return first
         return None
 
@@ -247,7 +275,7 @@ class History:
         """(new name, release) following renames up to `target`, if `flag` was renamed."""
         seen, cur, when = set(), flag, None
         renamed = self.data["renamed_flags"]
-        while cur in renamed and cur not in seen and vkey(renamed[cur]["in"]) <= tuple(target):
+        while cur in renamed and cur not in seen and self.vt(renamed[cur]["in"]) <= tuple(target):
             seen.add(cur)
             when = renamed[cur]["in"]
             cur = renamed[cur]["to"]
@@ -255,13 +283,66 @@ class History:
 
 
 @lru_cache(maxsize=1)
-def history() -> History:
+def _builtin_history() -> History:
     return History(index())
+
+
+def history() -> History:
+    """What every catalogued release had; with an added release in use(), that one too."""
+    return _builtin_history() if _ADDED is None else _merged_history()
+
+
+@lru_cache(maxsize=1)
+def _merged_history() -> History:
+    from .extract import index_of
+
+    cats = {v: load(v).data for v in versions()}
+    order = [v for v in versions() if vkey(v) <= _ADDED.vtuple] + [_ADDED.name] + \
+        [v for v in versions() if vkey(v) > _ADDED.vtuple]
+    cats[_ADDED.name] = _ADDED.data
+    return History(index_of(cats, order), {_ADDED.name: _ADDED.vtuple})
+
+
+# ------------------------------------------------------------------------------------------
+# Releases named on the command line or in the settings
+# ------------------------------------------------------------------------------------------
+def named(value: str, added_dir: Path | None = None) -> "Catalogue":
+    """The catalogue a name means: an added release's name (in `added_dir`), a built-in release
+    number, or `latest` (the newest built-in one). ValueError (listing them) otherwise."""
+    from . import added
+
+    text = value.strip()
+    if added_dir is not None:
+        cat = added.load_added(added_dir, text)
+        if cat is not None:
+            return cat
+    known = versions()
+    if text.lower() == "latest":
+        return load(known[-1])
+    try:
+        version = fmt(parse_version(text))
+    except ValueError:
+        version = None
+    if version in known:
+        return load(version)
+    extra = added.names(added_dir) if added_dir is not None else []
+    raise ValueError(
+        f"{value!r} is not a catalogued vLLM release: use one of {known[0]}-{known[-1]} "
+        f"({', '.join(known[-4:])}, ...), `latest`"
+        + (f", or a release added in {added_dir}: {', '.join(extra)}" if extra else "")
+        + "; to add one (a wheel, a nightly, a fork, a site-packages folder), run "
+        "`vllmlint catalogue add PATH --name NAME` (README: Version catalogue)")
+
+
+def resolve(value: str, added_dir: Path | None = None) -> tuple[tuple[int, int, int], "Catalogue | None"]:
+    """(release number, the added catalogue or None) for a --target-version/--to/--from value."""
+    cat = named(value, added_dir)
+    return cat.vtuple, (cat if "added" in cat.data else None)
 
 
 def version_text(target: Version) -> str:
     return fmt(tuple(target))
 
 
-__all__ = ["Catalogue", "History", "Match", "Removal", "for_target", "history", "index", "load",
-           "normalize", "release_for", "versions", "version_text"]
+__all__ = ["Catalogue", "History", "Match", "Removal", "active", "for_target", "history", "index", "load",
+           "named", "normalize", "release_for", "resolve", "use", "versions", "version_text"]

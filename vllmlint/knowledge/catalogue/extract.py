@@ -1,6 +1,8 @@
 """Extract one vLLM release's configuration surface from its wheel, without importing vLLM.
 
-    python scripts/extract_catalogue.py WHEEL_OR_DIR [WHEEL_OR_DIR ...] [-o vllmlint/knowledge/catalogue]
+    vllmlint catalogue add --builtin WHEEL_OR_DIR [...] [-o DIR]     # the built-in catalogue
+    python scripts/extract_catalogue.py WHEEL_OR_DIR [...] [-o DIR]   # the same (main() below)
+    vllmlint catalogue add WHEEL_OR_DIR --name NAME                   # a user's release (added.py)
 
 WHEEL_OR_DIR is a `vllm-X-*.whl` (read in place: only its `vllm/*.py` members are parsed) or
 a folder holding an unpacked wheel (`DIR/vllm/...`). The release number comes from
@@ -1774,7 +1776,12 @@ def build_index(folder: Path) -> dict:
     for path in folder.glob("vllm-*.json"):
         cat = json.loads(path.read_text(encoding="utf-8"))
         cats[cat["version"]] = cat
-    versions = sorted(cats, key=_vkey)
+    return index_of(cats, sorted(cats, key=_vkey))
+
+
+def index_of(cats: dict, versions: list[str]) -> dict:
+    """`build_index` over catalogues given by name, in the order given (an added release sits
+    among the built-in ones under its own name)."""
     flags: dict = {}
     env: dict = {}
     fields: dict = {}
@@ -1876,7 +1883,30 @@ def extract(path: Path, version: str | None = None) -> dict:
     return Extractor(Tree(path), version).extract()
 
 
+def write_release(path: Path, out: Path, version: str | None = None) -> tuple[Path, dict]:
+    """Extract the release at `path` into `out/vllm-X.json` (the built-in catalogue's layout)."""
+    cat = extract(path, version)
+    out.mkdir(parents=True, exist_ok=True)
+    dest = out / f"vllm-{cat['version']}.json"
+    dest.write_text(dumps(cat), encoding="utf-8")
+    return dest, cat
+
+
+def write_index(out: Path) -> tuple[Path, dict]:
+    """Rewrite `out/index.json` from the `vllm-X.json` next to it."""
+    index = build_index(out)
+    (out / "index.json").write_text(dumps_index(index), encoding="utf-8")
+    return out / "index.json", index
+
+
+def summary(cat: dict) -> str:
+    return (f"{len(cat['flags'])} flags, {len(cat['env'])} env vars, {len(cat['json'])} JSON config flags"
+            + (f"; problems: {cat['problems']}" if cat.get("problems") else ""))
+
+
 def main(argv=None) -> int:
+    """The maintainers' entry (`scripts/extract_catalogue.py`); `vllmlint catalogue add --builtin`
+    runs the same write_release/write_index."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*", type=Path, help="vllm-X-*.whl or a folder with an unpacked wheel")
     ap.add_argument("-o", "--out", type=Path, default=Path(__file__).resolve().parent)
@@ -1885,20 +1915,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-index", action="store_true", help="do not rewrite OUT/index.json afterwards")
     args = ap.parse_args(argv)
     for path in args.paths:
-        cat = extract(path, args.version)
-        text = dumps(cat)
         if args.stdout:
-            sys.stdout.write(text)
+            sys.stdout.write(dumps(extract(path, args.version)))
             continue
-        args.out.mkdir(parents=True, exist_ok=True)
-        dest = args.out / f"vllm-{cat['version']}.json"
-        dest.write_text(text, encoding="utf-8")
-        print(f"{dest}: {len(cat['flags'])} flags, {len(cat['env'])} env vars, {len(cat['json'])} JSON config flags"
-              + (f"; problems: {cat['problems']}" if cat.get("problems") else ""), file=sys.stderr)
+        dest, cat = write_release(path, args.out, args.version)
+        print(f"{dest}: {summary(cat)}", file=sys.stderr)
     if not args.stdout and not args.no_index and any(args.out.glob("vllm-*.json")):
-        index = build_index(args.out)
-        (args.out / "index.json").write_text(dumps_index(index), encoding="utf-8")
-        print(f"{args.out / 'index.json'}: {len(index['versions'])} releases, {len(index['flags'])} flag spellings, "
+        dest, index = write_index(args.out)
+        print(f"{dest}: {len(index['versions'])} releases, {len(index['flags'])} flag spellings, "
               f"{len(index['env'])} env vars, {len(index['renamed_flags'])} renamed flags", file=sys.stderr)
     return 0
 
