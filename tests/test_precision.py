@@ -129,3 +129,22 @@ def test_four_part_tag_replaced_whole_and_variant_left(tmp_path):
     assert out["docker-compose.yml"] == compose.replace("v0.9.0.1", "v0.30.0")
     assert "v0.30.0.1" not in result.output
     assert "variant suffix" in result.output
+
+
+@pytest.mark.parametrize("image,tag", [("vllm/vllm-openai:latest", "latest"), ("vllm/vllm-openai:nightly", "nightly"),
+                                       ("vllm/vllm-openai:nightly-3f2a1b9c", "nightly-3f2a1b9c"),
+                                       ("vllm/vllm-openai-cpu:latest", "latest"),
+                                       ("vllm/vllm-openai:0a1b2c3d4e5f", "0a1b2c3d4e5f"),
+                                       ("vllm/vllm-openai", "latest")])
+def test_floating_tags_are_left_alone_and_reported(tmp_path, image, tag):
+    compose = f"services:\n  a:\n    image: {image}\n    command: [\"--model\", \"m\"]\n"
+    result, out = _migrate(tmp_path, {"compose.yaml": compose})
+    assert out["compose.yaml"] == compose
+    [line] = [l for l in result.output.splitlines() if "names no release" in l]
+    assert "compose.yaml:3: image tag" in line and f"tag {tag} names no release" in line
+
+
+def test_floating_tag_text_is_not_an_image(tmp_path):
+    script = "#!/bin/sh\n# see vllm/vllm-openai on Docker Hub\nvllm serve m\n"
+    result, out = _migrate(tmp_path, {"run.sh": script})
+    assert "names no release" not in result.output

@@ -15,6 +15,11 @@ from ..knowledge.versions import fmt, parse_version
 IMAGE_TAG_RE = re.compile(
     r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
     r":(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)(?P<digest>@sha256:[0-9a-f]+)?")
+# a vLLM image whose tag names no release: `latest`, `nightly[-…]`, a commit, or no tag at all
+# (`image: vllm/vllm-openai`: Docker reads it as latest). Never bumped, reported for a human.
+FLOATING_TAG_RE = re.compile(
+    r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
+    r"(?::(?P<tag>latest|nightly[\w.\-]*|[0-9a-f]{7,40})\b|(?=[\"']?[ \t]*(?:#.*)?$))(?!@)", re.M)
 KUSTOMIZE_TAG_RE = re.compile(r"(?m)^(?P<lead>\s*newTag:\s*[\"']?)(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)")
 # the forms a bump rewrites whole: vX.Y.Z, X.Y.Z, vX.Y.Z.N, X.Y.Z.postN
 PLAIN_TAG_RE = re.compile(r"^v?\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?$")
@@ -64,6 +69,15 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
                 continue
             bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag",
                               Edit(source, m.start("tag"), m.end("tag"), new_tag)))
+        for m in FLOATING_TAG_RE.finditer(text):
+            if source.kind == "requirements":
+                continue
+            tag = m.group("tag") or "latest"
+            written = m.group(0) if m.group("tag") else f"{m.group('image')} (no tag: latest)"
+            bumps.append(Bump(source, source.line_col(m.start())[0], written,
+                              f"{m.group('image')}:v{fmt(target)}", "image tag", None,
+                              f"tag {tag} names no release (whatever was pulled last runs): "
+                              f"pin v{fmt(target)} by hand"))
         if source.kind in ("yaml", "k8s", "compose") and re.search(r"newName:\s*[\"']?(?:[\w.\-]+/)?vllm/vllm-openai", text):
             for m in KUSTOMIZE_TAG_RE.finditer(text):
                 tag = m.group("tag")
