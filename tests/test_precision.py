@@ -148,3 +148,20 @@ def test_floating_tag_text_is_not_an_image(tmp_path):
     script = "#!/bin/sh\n# see vllm/vllm-openai on Docker Hub\nvllm serve m\n"
     result, out = _migrate(tmp_path, {"run.sh": script})
     assert "names no release" not in result.output
+
+
+@pytest.mark.parametrize("value", ["0.99.0", "0.5.0", "abc"])
+def test_settings_target_version_is_checked_like_the_flag(tmp_path, monkeypatch, value):
+    (tmp_path / "pyproject.toml").write_text(f'[tool.vllmlint]\ntarget-version = "{value}"\n')
+    (tmp_path / "run.sh").write_text("vllm serve m --swap-space 4\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "."], catch_exceptions=False)
+    assert result.exit_code == 2 and "target-version" in result.output and "not a catalogued vLLM release" in result.output
+
+
+def test_settings_target_version_latest(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.vllmlint]\ntarget-version = "latest"\n')
+    (tmp_path / "run.sh").write_text("vllm serve m --swap-space 4\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "."], catch_exceptions=False)
+    assert result.exit_code == 1 and "VL302" in result.output

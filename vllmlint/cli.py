@@ -155,13 +155,16 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     added_dir = _added_dir(settings)
     added = None
     if target_version is None:
-        from .knowledge.catalogue.added import load_added
+        # the settings' target is checked like --target-version: a release that is not catalogued
+        # (0.99.0, 0.5.0) would otherwise turn rules off without a word
+        from .knowledge.catalogue import resolve
 
-        added = load_added(added_dir, settings.target_version.strip())
         try:
-            target_version = added.vtuple if added is not None else parse_version(settings.target_version)
+            target_version, added = resolve(settings.target_version.strip(), added_dir)
         except ValueError as err:
-            raise click.UsageError(f"{settings.source}: {err}") from None
+            raise click.UsageError(f"{settings.source}: target-version: {err}") from None
+        if added is None:
+            settings.target_version = ".".join(map(str, target_version))
     else:
         target_version, added = _resolve_target(target_version, "'--target-version'", added_dir)
         settings.target_version = added.name if added is not None else ".".join(map(str, target_version))
