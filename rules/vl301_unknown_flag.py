@@ -15,6 +15,9 @@ class UnknownFlag(Rule):
     (with "did you mean"), names that only a newer release has, names that are ambiguous
     abbreviations, and - as a warning - unambiguous abbreviations such as `--max-num-seq`, which
     argparse expands silently. Flags removed or renamed in an earlier release are VL302's.
+    On an image that carries a vLLM plugin with flags of its own (`vllm/vllm-omni`,
+    `vllm-ascend`: the list is in `vllmlint/knowledge/images.py`), a name vLLM does not know may be
+    the plugin's: that is `info`, never an error.
 
     ## Why
     vLLM parses its options with argparse: an unknown option stops the server at startup with
@@ -46,11 +49,23 @@ class UnknownFlag(Rule):
         from vllmlint.knowledge.catalogue import for_target, history, normalize
         from vllmlint.knowledge.catalogue.argv import catalogued_options
 
+        from vllmlint.knowledge.images import plugin_of
+
         cat = for_target(self.target)
         hist = history()
         for launch, opt in catalogued_options(project, self.target):
             m = opt.match
             if m.kind == "exact":
+                continue
+            plugin = plugin_of(launch.image)
+            if plugin and m.kind != "prefix" and hist.flag_removed(normalize(opt.name), self.target) is None:
+                # the image's plugin adds flags of its own: vllmlint does not know them
+                close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
+                yield self.finding(
+                    launch.file, opt.name_span() or opt.span or launch.span,
+                    f"`{opt.name}` is not a vLLM {self.target_str} option; it may be one that the "
+                    f"{plugin} plugin of image {launch.image} adds (not checked)"
+                    + (f"; did you mean `{close[0]}`?" if close else ""), severity="info")
                 continue
             name = normalize(opt.name)
             where = opt.name_span() or opt.span or launch.span
