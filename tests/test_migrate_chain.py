@@ -47,7 +47,7 @@ def test_chain_from_0_27_to_0_33(tmp_path):
     steps = out.split("  step ")[1:]
     by_step = {s.split(":", 1)[0]: s for s in steps}
     assert "VL302 error: `--calculate-kv-scales` was removed in vLLM 0.28.0" in by_step["0.28.0"]
-    assert "fixed VL303" in by_step["0.29.0"] and "fixed VL305" in by_step["0.29.0"]
+    assert "fixed VL303" in by_step["0.29.0"] and "fixed VL104" in by_step["0.29.0"]
     assert by_step["0.30.0"].count("fixed VL303") == 2 and "fixed VL001" in by_step["0.30.0"]
     assert by_step["0.31.0"].startswith("0.31.0: nothing to change")
     assert "fixed VL303" in by_step["0.32.0"] and "needs a human" in by_step["0.32.0"] \
