@@ -281,15 +281,17 @@ class History:
         """A `vllm.*` module an earlier catalogued release had and `target` does not."""
         return self._removal(self.data.get("modules", {}), dotted, target)
 
-    def module_moved(self, dotted: str, target: Version) -> tuple[str, str] | None:
-        """(new module, release) following moves up to `target`."""
-        seen, cur, when = set(), dotted, None
+    def module_moved(self, dotted: str, target: Version) -> tuple[str, str, list] | None:
+        """(new module, release of the last move, [(module, release), ...] every move) following
+        moves up to `target`."""
+        seen, cur, when, hops = set(), dotted, None, []
         moved = self.data.get("moved_modules", {})
         while cur in moved and cur not in seen and vkey(moved[cur]["in"]) <= tuple(target):
             seen.add(cur)
             when = moved[cur]["in"]
             cur = moved[cur]["to"]
-        return (cur, when) if cur != dotted else None
+            hops.append((cur, when))
+        return (cur, when, hops) if cur != dotted else None
 
     def renamed_to(self, flag: str, target: Version) -> tuple[str, str] | None:
         """(new name, release) following renames up to `target`, if `flag` was renamed."""
