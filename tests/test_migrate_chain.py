@@ -88,3 +88,25 @@ def test_one_step_keeps_the_plain_summary(tmp_path):
     result = invoke("migrate", "--from", "0.32.0", "--to", "0.33.0", str(tree))
     assert "steps:" not in result.stdout and "  step " not in result.stdout
     assert "fixed VL303 removed-env-var" in result.stdout
+
+
+def test_changed_defaults_are_listed_and_pinned_with_keep_defaults(tmp_path):
+    """VL307 in migrate: listed under "changes behaviour silently" (not as work for a human);
+    --keep-defaults pins today's value, and the pinned flags are listed no more."""
+    tree = tmp_path / "tree"
+    shutil.copytree(CHAIN.parent / "VL307" / "k8s-args-0.31-to-0.33" / "input", tree)
+    out = invoke("migrate", "--to", "0.33.0", "--diff", str(tree))
+    text = out.stdout + (out.stderr or "")
+    assert "Changes behaviour silently (2):" in text and "Left for a human" not in text
+    assert "`--allowed-origins` is not set: its default changes from `[\"*\"]`" in text
+    assert out.exit_code == 0
+    report = tmp_path / "migration.md"
+    pinned = invoke("migrate", "--to", "0.33.0", "--keep-defaults", "--report", str(report), str(tree))
+    assert pinned.exit_code == 0, pinned.stdout
+    yaml_text = (tree / "deploy.yaml").read_text()
+    assert yaml_text.endswith("            - hermes\n            - --allowed-origins=[\"*\"]\n"
+                              "            - --tool-strict-level=auto\n")
+    assert "Changes behaviour silently" not in pinned.stdout
+    assert "image: vllm/vllm-openai:v0.33.0" in yaml_text
+    again = invoke("check", "--select", "VL307", "--target-version", "0.33.0", "--fail-level", "info", str(tree))
+    assert again.exit_code == 0, again.stdout
