@@ -21,7 +21,8 @@ class DefaultChanged(Rule):
     catalogue generated from the wheels (the config class field behind the flag). A flag the
     launch does not set whose default differs is reported (info), with the release that changed
     it: `--allowed-origins` goes from `["*"]` to `[]` in 0.32.0, `--tool-strict-level` from
-    `"auto"` to `None` (decided at run time) in 0.33.0. Only literal defaults are compared;
+    `"auto"` to `None` (decided at run time) in 0.33.0. Only literal defaults are compared, and
+    `None`, `""`, `[]` and `{}` count as the same "not set";
     deprecated flags, JSON config flags, server-only flags of engine-API launches, and launches
     whose options are partly built at run time (`$EXTRA_ARGS`, `--config FILE`) are left out.
 
@@ -89,7 +90,7 @@ class DefaultChanged(Rule):
                 if before is None or before.get("dep"):
                     continue
                 was, now = default_value(before.get("default")), default_value(entry.get("default"))
-                if was is _MISSING or now is _MISSING or was == now:
+                if was is _MISSING or now is _MISSING or was == now or (_empty(was) and _empty(now)):
                     continue
                 changed_in = next((v for v in between
                                    if default_value(load(v).flags.get(flag, {}).get("default")) != was), new.version)
@@ -104,10 +105,12 @@ class DefaultChanged(Rule):
                         fix = Fix([edit], f"pin {flag} to today's default")
                 if keep and fix is None:
                     how += " (not pinned automatically: set it by hand)"
+                maybe = " - vLLM then picks the value at run time, which may still be the old one" \
+                    if now is None else ""
                 yield self.finding(launch.file, launch.span,
                                    f"`{flag}` is not set: its default changes from {_show(was)} (vLLM "
                                    f"{fmt(launch.release)}, which this launch runs today: {launch.release_from}) "
-                                   f"to {_show(now)} in vLLM {changed_in} ({where}); {how}"
+                                   f"to {_show(now)} in vLLM {changed_in} ({where}{maybe}); {how}"
                                    + ("" if changed_in == t else f" (target {t})"), fix)
 
 
@@ -142,9 +145,14 @@ def default_value(text):
         return _MISSING
 
 
+def _empty(value) -> bool:
+    """None, "", [] and {}: "not set" however a release spells it."""
+    return value is None or (not isinstance(value, bool) and value in ("", [], {}))
+
+
 def _show(value) -> str:
     if value is None:
-        return "`None` (decided at run time)"
+        return "`None`"
     try:
         return f"`{json.dumps(value)}`"
     except (TypeError, ValueError):
