@@ -9,7 +9,11 @@ a folder holding an unpacked wheel (`DIR/vllm/...`). The release number comes fr
 each takes, choices, types, defaults, the config class field behind it, deprecation text), the
 `VLLM_*` environment variables `vllm/envs.py` reads (with defaults, and the flag that replaces
 a deprecated one), the JSON config flags and their fields, the subcommands, deprecated launch
-modules and the KV-connector facts (registered connectors, NixlConnector extra-config keys).
+modules, the KV-connector facts (registered connectors, NixlConnector extra-config keys and
+their defaults, the `raise NotImplementedError` sites of bidirectional transfer), every
+`vllm.*` module of the wheel's file list and the top-level names of the `vllm.entrypoints`
+modules. `index.json` adds the runs of each setting and module and the modules moved between
+two releases.
 
 Everything is read with `ast` and a small symbolic interpreter of the argparse-building code
 (`make_arg_parser` -> `FrontendArgs.add_cli_args` -> `EngineArgs.add_cli_args` ->
