@@ -21,6 +21,8 @@ class NixlExtraConfig(Rule):
     - a key an earlier release read and the target does not (`enable_cross_layers_blocks`, read
       until 0.28.0) - warning, with a fix that removes it;
     - a key only a later release reads - warning, saying which;
+    - a key another connector reads (`startup_fill`: DecodeBenchConnector,
+      `bootstrap_server_address`: MooncakeConnector from 0.32.0) - warning, naming it;
     - a key no release reads but close to one that is (`bidirectional_kv_transfer` for
       `bidirectional_kv_xfer`, `remote_pull_threshold` for `kv_recompute_threshold`) - warning
       with "did you mean";
@@ -106,6 +108,12 @@ class NixlExtraConfig(Rule):
                                f"{gone.removed_in}): vLLM {t} silently ignores it" + ("; remove it" if edits else ""),
                                Fix(edits, f"remove {key}") if edits else None,
                                launches=[launch], min_release=self.target)
+            return
+        readers = [c for c in cat.other_extra_keys.get(key, []) if c != "MultiConnector"]
+        if readers:
+            yield self.finding(cfg.file, where,
+                               f"{head} is read by {' / '.join(readers)}, not by NixlConnector: vLLM {t} silently "
+                               f"ignores it here")
             return
         added = hist.nixl_key_added_after(key, self.target)
         if added:

@@ -114,6 +114,13 @@ def test_rule_data_agrees_with_kb(version):
     for key, sites in kb.items():
         assert cat.nixl_extra_defaults[key] == sites[0]["default"], key
         assert cat.nixl_extra_keys[key] in {s["loc"] for s in sites}, key
+    # keys vllm-facts.md once gave to NixlConnector: other connectors read them
+    assert set(cat.other_extra_keys) & set(cat.nixl_extra_keys) <= {"enable_cross_layers_blocks"}
+    if "startup_fill" in cat.other_extra_keys:
+        assert cat.other_extra_keys["startup_fill"] == ["DecodeBenchConnector"]
+    if "bootstrap_server_address" in cat.other_extra_keys:
+        assert "MooncakeConnector" in cat.other_extra_keys["bootstrap_server_address"]
+    assert ("bootstrap_server_address" in cat.other_extra_keys) == (version >= "0.32.0")
     whens = {r["when"] for r in cat.bidirectional_unsupported}
     assert "push" in whens and ("pcp" in whens) == (catalogue.vkey(version) >= (0, 29, 0))
     assert all(r["at"].startswith("vllm/distributed/kv_transfer/kv_connector/v1/nixl/") for r in cat.bidirectional_unsupported)

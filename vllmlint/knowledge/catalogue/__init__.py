@@ -183,6 +183,11 @@ class Catalogue:
         return self.data.get("kv", {}).get("nixl_extra_defaults", {})
 
     @property
+    def other_extra_keys(self) -> dict:
+        """kv_connector_extra_config key -> the other registered connectors that read it."""
+        return self.data.get("kv", {}).get("other_extra_keys", {})
+
+    @property
     def bidirectional_unsupported(self) -> list:
         """The `raise NotImplementedError` sites tied to bidirectional_kv_xfer:
         `{"at": "file:line", "when": "pcp" | "push", "test": ..., "text": ...}`."""
