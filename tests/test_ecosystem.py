@@ -20,6 +20,7 @@ SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 ONE_CASE_PER_RULE = {
     "VL001": "k8s-env-list", "VL002": "compose-router-generate", "VL101": "compose-stack",
     "VL102": "invalid-value", "VL103": "pd-mismatch", "VL201": "shell-cns", "VL900": "unused-trailing",
+    "VL104": "sample-config-shell", "VL105": "k8s-pcp-args",
 }
 
 

@@ -368,8 +368,10 @@ def show_rule(code):
 @click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
               help="Write a Markdown summary for a pull request: per file what changed and why, what needs a human.")
+@click.option("--keep-defaults", is_flag=True,
+              help="Pin today's value of every flag a launch does not set whose default the upgrade changes (VL307).")
 @VERBOSE
-def migrate(paths, to_version, from_version, diff, report_file, verbose):
+def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, verbose):
     """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
@@ -402,9 +404,16 @@ def migrate(paths, to_version, from_version, diff, report_file, verbose):
         bumps_seen.extend(bumps)
         return [b.edit for b in bumps if b.edit]
 
+    from .lint.migrate import SILENT, silent_changes
+
+    silent = silent_changes(candidates, to_version)      # read before the tags are bumped
     with _progress(len(candidates) * max(len(steps), 1)):
-        chain = run_chain(candidates, steps, post_edits)
+        chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults})
     outcome = chain.outcome
+    pinned = {(f.file.display, f.line_col[0], f.message.split("`")[1])
+              for step in chain.steps for f in step.fixed if f.code == SILENT}
+    silent = [f for f in silent if (f.file.display, f.line_col[0], f.message.split("`")[1]) not in pinned]
+    outcome.findings = [f for f in outcome.findings if f.code != SILENT]
     fixed_all = [f for step in chain.steps for f in step.fixed] if len(steps) > 1 else list(outcome.fixed)
     errors = list(missing) + [str(p) for p in _problems(outcome.problems, verbose)] + outcome.dropped
     changed = outcome.changed()
@@ -425,7 +434,7 @@ def migrate(paths, to_version, from_version, diff, report_file, verbose):
         final = {key(f) for f in outcome.findings}
         seen: set = set()
         for step in chain.steps:
-            new_left = [f for f in step.left if key(f) not in seen]
+            new_left = [f for f in step.left if key(f) not in seen and f.code != SILENT]
             seen = {key(f) for f in step.left}
             human = [f for f in new_left if key(f) in final]
             later = len(new_left) - len(human)
@@ -453,6 +462,11 @@ def migrate(paths, to_version, from_version, diff, report_file, verbose):
             say(f"  {b.file.display}:{b.line}: {b.what} {b.old}: {b.why_not}")
         for f in outcome.findings:
             say("  " + text_line(f))
+    if silent:
+        say(f"Changes behaviour silently ({len(silent)}): flags not set whose default the upgrade changes"
+            + ("" if keep_defaults else "; `--keep-defaults` pins today's value"))
+        for f in silent:
+            say("  " + text_line(f))
     for line in errors:
         click.echo(line, err=True)
     if report_file:
@@ -461,7 +475,7 @@ def migrate(paths, to_version, from_version, diff, report_file, verbose):
         from .lint.migrate import markdown_report
 
         Path(report_file).write_text(markdown_report(to_version, from_version, changed, bumps_seen, fixed_all,
-                                                     outcome.findings, left, diff))
+                                                     outcome.findings, left, diff, silent))
         click.echo(f"Report written to {report_file}.", err=True)
     sys.exit(2 if errors else (1 if outcome.findings or left else 0))
 

@@ -183,8 +183,26 @@ class _StartFrom:
         return False
 
 
-def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) -> Chain:
-    """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last."""
+SILENT = "VL307"        # default-changed: listed apart, as "changes behaviour silently"
+
+
+def silent_changes(candidates, target: tuple[int, int, int]) -> list:
+    """VL307's findings on the tree as it is (each launch at the release it runs today): the
+    defaults the upgrade to `target` changes under launches that do not set them."""
+    from .engine import run_rules
+    from .project import load
+    from .registry import selected_rules
+
+    rules = list(selected_rules(target, select=[SILENT]))
+    if not rules:
+        return []
+    findings, _ = run_rules(load(candidates), rules)
+    return sorted(findings, key=lambda f: f.sort_key())
+
+
+def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, options: dict | None = None) -> Chain:
+    """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last.
+    `options`: rule options (`keep_defaults`: VL307 pins today's defaults)."""
     from .engine import Outcome, check_and_fix
     from .project import ParseCache
     from .registry import selected_rules
@@ -197,7 +215,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) ->
     done: list[Step] = []
     outcome = None
     for i, version in enumerate(steps):
-        rules = list(selected_rules(version))
+        rules = list(selected_rules(version, options=options))
         last = i + 1 == len(steps)
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
@@ -213,7 +231,8 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) ->
     return Chain(done, total)
 
 
-def markdown_report(to_version, from_version, changed, bumps, fixed, findings, left, preview: bool) -> str:
+def markdown_report(to_version, from_version, changed, bumps, fixed, findings, left, preview: bool,
+                    silent=()) -> str:
     """A pull-request description: per file what changed and why, then what needs a human."""
     from .docs import help_uri
 
@@ -243,5 +262,13 @@ def markdown_report(to_version, from_version, changed, bumps, fixed, findings, l
         for f in findings:
             line, col = f.line_col
             lines.append(f"- `{f.file.display}:{line}:{col}` {link(f.code)} ({f.severity}): {f.message}")
+        lines.append("")
+    if silent:
+        lines += ["## Changes behaviour silently", "",
+                  "Flags these launches do not set whose default differs in the target "
+                  "(`vllmlint migrate --keep-defaults` pins today's value):", ""]
+        for f in silent:
+            line, col = f.line_col
+            lines.append(f"- `{f.file.display}:{line}:{col}` {link(f.code)}: {f.message}")
         lines.append("")
     return "\n".join(lines)

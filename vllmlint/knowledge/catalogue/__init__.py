@@ -109,6 +109,7 @@ class Catalogue:
         self._options: dict[str, str] | None = None
         self._sorted: list[str] | None = None
         self._close_env: dict[str, list[str]] = {}      # did-you-mean answers, asked per launch and step
+        self._modules: set[str] | None = None
 
     def __repr__(self) -> str:
         return f"<Catalogue vLLM {self.version}>"
@@ -199,6 +200,41 @@ class Catalogue:
     def nixl_extra_keys(self) -> dict:
         return self.data.get("kv", {}).get("nixl_extra_keys", {})
 
+    @property
+    def nixl_extra_defaults(self) -> dict:
+        """key -> the source text of the default NixlConnector passes to get_from_extra_config."""
+        return self.data.get("kv", {}).get("nixl_extra_defaults", {})
+
+    @property
+    def other_extra_keys(self) -> dict:
+        """kv_connector_extra_config key -> the other registered connectors that read it."""
+        return self.data.get("kv", {}).get("other_extra_keys", {})
+
+    @property
+    def bidirectional_unsupported(self) -> list:
+        """The `raise NotImplementedError` sites tied to bidirectional_kv_xfer:
+        `{"at": "file:line", "when": "pcp" | "push", "test": ..., "text": ...}`."""
+        return self.data.get("kv", {}).get("bidirectional_unsupported", [])
+
+    @property
+    def has_modules(self) -> bool:
+        return bool(self.data.get("modules"))
+
+    def has_module(self, dotted: str) -> bool:
+        """Whether `vllm.a.b` is a module (a file or a package) of this release."""
+        if self._modules is None:
+            mods = set()
+            for pkg, leaves in self.data.get("modules", {}).items():
+                for leaf in leaves.split():
+                    mods.add(pkg if leaf == "__init__" else f"{pkg}.{leaf}")
+            self._modules = mods
+        return dotted in self._modules
+
+    def exports(self, dotted: str) -> set[str] | None:
+        """Top-level public names a `vllm.entrypoints` module defines (None: not recorded)."""
+        names = self.data.get("exports", {}).get(dotted)
+        return None if names is None else set(names.split())
+
 
 # ------------------------------------------------------------------------------------------
 # History across releases
@@ -270,6 +306,25 @@ class History:
 
     def nixl_key_removed(self, key: str, target: Version) -> Removal | None:
         return self._removal(self.data["nixl_extra_keys"], key, target)
+
+    def nixl_key_added_after(self, key: str, target: Version) -> str | None:
+        return self._added(self.data["nixl_extra_keys"], key, target)
+
+    def module_gone(self, dotted: str, target: Version) -> Removal | None:
+        """A `vllm.*` module an earlier catalogued release had and `target` does not."""
+        return self._removal(self.data.get("modules", {}), dotted, target)
+
+    def module_moved(self, dotted: str, target: Version) -> tuple[str, str, list] | None:
+        """(new module, release of the last move, [(module, release), ...] every move) following
+        moves up to `target`."""
+        seen, cur, when, hops = set(), dotted, None, []
+        moved = self.data.get("moved_modules", {})
+        while cur in moved and cur not in seen and vkey(moved[cur]["in"]) <= tuple(target):
+            seen.add(cur)
+            when = moved[cur]["in"]
+            cur = moved[cur]["to"]
+            hops.append((cur, when))
+        return (cur, when, hops) if cur != dotted else None
 
     def renamed_to(self, flag: str, target: Version) -> tuple[str, str] | None:
         """(new name, release) following renames up to `target`, if `flag` was renamed."""
