@@ -2,6 +2,16 @@ from vllmlint.model.launch import Fix
 from vllmlint.lint.registry import Rule
 
 
+# An abbreviation is rewritten to the flag it expands to only when it holds most of that flag
+# (`--max-num-seq` -> `--max-num-seqs`); a stub such as `--v` or `--en` that argparse happens to
+# expand to one long flag today was almost certainly meant as something else.
+MEANT_SHARE = 0.6
+
+
+def _meant(written: str, flag: str) -> bool:
+    return len(written.lstrip("-")) >= MEANT_SHARE * len(flag.lstrip("-"))
+
+
 class UnknownFlag(Rule):
     """A flag the target vLLM release does not accept (or accepts only as an abbreviation).
 
@@ -34,6 +44,9 @@ class UnknownFlag(Rule):
     `--enable-chunked-prefil` is unknown (error: did you mean `--enable-chunked-prefill`?).
 
     ## Fix safety
+    An abbreviation that holds less than 60% of the flag it expands to (`--v=4`, read as
+    `--video-pruning-rate=4`) is reported without a fix: it was almost certainly meant as
+    something else.
     Safe for abbreviations: the option is rewritten to the full flag argparse already expands it
     to, so the release behaves exactly as before. Unknown and ambiguous options have no fix:
     which flag was meant is a decision.
@@ -72,6 +85,13 @@ class UnknownFlag(Rule):
             if hist.flag_removed(name, self.target) is not None:
                 continue                      # VL302: removed or renamed
             if m.kind == "prefix":
+                if not _meant(opt.name, m.flag):
+                    # `--v=4` -> `--video-pruning-rate`: argparse would, but nobody meant that
+                    yield self.finding(
+                        launch.file, where,
+                        f"`{opt.name}` is read by vLLM {self.target_str} as `{m.flag}` (an abbreviation): "
+                        f"write `{m.flag}` if that is meant, else remove it", severity="warning")
+                    continue
                 edit = opt.rename(m.flag)
                 yield self.finding(
                     launch.file, where,
