@@ -165,3 +165,14 @@ def test_settings_target_version_latest(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["check", "."], catch_exceptions=False)
     assert result.exit_code == 1 and "VL302" in result.output
+
+
+def test_image_tags_in_python_test_code_are_reported_not_bumped(tmp_path):
+    (tmp_path / "tests").mkdir()
+    test_code = ('def test_renders_image():\n    job = {"image": "vllm/vllm-openai:v0.8.5"}\n'
+                 '    assert render(job)["image"] == "vllm/vllm-openai:v0.8.5"\n')
+    launcher = 'import modal\nimage = modal.Image.from_registry("vllm/vllm-openai:v0.8.5")\n'
+    result, out = _migrate(tmp_path, {"tests/test_render.py": test_code, "deploy.py": launcher})
+    assert out["tests/test_render.py"] == test_code
+    assert out["deploy.py"] == launcher.replace("v0.8.5", "v0.30.0")
+    assert "in test code: bump it by hand" in result.output

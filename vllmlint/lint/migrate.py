@@ -47,6 +47,15 @@ class Bump:
     why_not: str = ""
 
 
+_TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
+
+
+def is_test_code(source: SourceFile) -> bool:
+    """Python test code: an image string there is data a test asserts on, not a deployment
+    (`assert engine["image"] == "vllm/vllm-openai:v0.6.3"`): bumping it breaks the test."""
+    return source.kind == "python" and bool(_TEST_PATH_RE.search(source.display.replace("\\", "/")))
+
+
 def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
     bumps: list[Bump] = []
     for source in project.sources:
@@ -66,6 +75,10 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
             if m.group("digest"):
                 bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag", None,
                                   "pinned by digest: pick the new digest by hand"))
+                continue
+            if is_test_code(source):
+                bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag", None,
+                                  "in test code: bump it by hand together with what the test expects"))
                 continue
             bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag",
                               Edit(source, m.start("tag"), m.end("tag"), new_tag)))
