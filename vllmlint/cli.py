@@ -131,10 +131,12 @@ def check_codes(codes: list[str], option: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary, no progress messages.")
 @click.option("--stdin-filename", metavar="NAME",
               help="With `-` as PATH: the name the file read from stdin has (it decides the file kind).")
+@click.option("--show-details", is_flag=True,
+              help="Text output: print each finding's why and evidence under it (JSON and SARIF always carry it).")
 @VERBOSE
 def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, topology, model_config,
           prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero,
-          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, verbose):
+          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, show_details, verbose):
     """Check PATHS (default: the current folder; `-`: one file from stdin)."""
     from pathlib import Path
 
@@ -250,7 +252,7 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
             out = render_statistics(findings, "json" if fmt == "json" else "text")
         else:
             out = render(findings, fmt, rules=rules, suppressed=outcome.suppressed,
-                         color=fmt == "text" and out_stream.isatty(), problems=problems)
+                         color=fmt == "text" and out_stream.isatty(), problems=problems, details=show_details)
         if out or fmt in ("json", "sarif", "gitlab"):
             click.echo(out, err=report_err)
         if fmt == "text" and not quiet and not show_statistics and candidates:

@@ -47,8 +47,14 @@ def gate_fixes_by_release(findings: list[Finding]) -> None:
         if older:
             launch = older[0]
             f.fix, f.fixable = None, False
-            f.message += (f" (runs {fmt(launch.release)} today, {launch.release_from}: the fix belongs to the "
-                          f"upgrade, `vllmlint migrate --to {fmt(fix.min_release)}`)")
+            f.message += f" (runs {fmt(launch.release)} today: fix with `vllmlint migrate --to {fmt(fix.min_release)}`)"
+            f.detail = _join(f.detail, f"The launch runs vLLM {fmt(launch.release)} today ({launch.release_from}); "
+                                       f"the fixed config needs {fmt(fix.min_release)}, so the fix belongs to the "
+                                       f"upgrade, which bumps the tag or pin in the same edit set.")
+
+
+def _join(*parts: str) -> str:
+    return " ".join(p for p in parts if p)
 
 
 def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=None, gate: bool = False):
@@ -88,6 +94,7 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
     secrets = secret_values(project)      # a message never shows a token, key or password
     for f in findings:
         f.message = mask_secrets(f.message, secrets)
+        f.detail = mask_secrets(f.detail, secrets)
     seen, unique = set(), []
     for f in sorted(findings, key=Finding.sort_key):
         if f.fix is not None and f.fix.applicability == "unsafe" and not unsafe:

@@ -99,13 +99,15 @@ def secret_values(project) -> set[str]:
 def finding_dict(f: Finding) -> dict:
     line, col = f.line_col
     return {"code": f.code, "name": f.name, "severity": f.severity, "path": f.file.display,
-            "line": line, "column": col, "message": f.message, "fixable": f.fixable}
+            "line": line, "column": col, "message": f.message, "fixable": f.fixable, "detail": f.detail}
 
 
-def text_line(f: Finding) -> str:
-    """`path:line:col: CODE severity: message [*]` (hadolint's order; `[*]`: has a fix)."""
+def text_line(f: Finding, details: bool = False) -> str:
+    """`path:line:col: CODE severity: message [*]` (hadolint's order; `[*]`: has a fix); with
+    `details`, the why on the next line, indented."""
     line, col = f.line_col
-    return f"{f.file.display}:{line}:{col}: {f.code} {f.severity}: {f.message}" + (" [*]" if f.fixable else "")
+    out = f"{f.file.display}:{line}:{col}: {f.code} {f.severity}: {f.message}" + (" [*]" if f.fixable else "")
+    return out + (f"\n    {f.detail}" if details and f.detail else "")
 
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -166,7 +168,7 @@ def problem_dict(p) -> dict:
 
 
 def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bool = False,
-           problems=()) -> str:
+           problems=(), details: bool = False) -> str:
     if fmt == "json":
         return json.dumps([finding_dict(f) for f in findings] + [problem_dict(p) for p in problems], indent=2)
     if fmt == "sarif":
@@ -182,8 +184,9 @@ def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bo
             click.style(f"{f.file.display}:{f.line_col[0]}:{f.line_col[1]}:", bold=True) + " "
             + click.style(f.code, fg=SEVERITY_COLOR.get(f.severity), bold=True) + " "
             + click.style(f"{f.severity}:", fg=SEVERITY_COLOR.get(f.severity)) + " " + f.message
-            + (click.style(" [*]", fg="cyan") if f.fixable else "") for f in findings)
-    return "\n".join(text_line(f) for f in findings)
+            + (click.style(" [*]", fg="cyan") if f.fixable else "")
+            + (click.style(f"\n    {f.detail}", dim=True) if details and f.detail else "") for f in findings)
+    return "\n".join(text_line(f, details) for f in findings)
 
 
 # -- GitHub Actions workflow commands --------------------------------------------------
@@ -274,7 +277,8 @@ def _region(f: Finding) -> dict:
 def _result(f: Finding, index: dict, suppression: dict | None = None) -> dict:
     from .baseline import fingerprint
 
-    result = {"ruleId": f.code, "level": SARIF_LEVEL.get(f.severity, "warning"), "message": {"text": f.message},
+    message = {"text": f.message + (f" {f.detail}" if f.detail else "")}
+    result = {"ruleId": f.code, "level": SARIF_LEVEL.get(f.severity, "warning"), "message": message,
               "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.file.display)},
                                                   "region": _region(f)}}],
               "partialFingerprints": {"vllmlintFingerprint/v1": fingerprint(f)}}
