@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .releases import Refused, ensure
+from .releases import Refused, check_release, ensure
 from .runner import EXIT_OK, EXIT_START, Outcome, Verifier
 
 COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", ".vllm-venv", "node_modules", "__pycache__", ".tox")
@@ -167,6 +167,11 @@ def rehearse_migration(path: str, target: str, source: str | None, pinned_where:
         if source is None:
             reh.error = ("cannot tell which vLLM release the configs pin (no vllm/vllm-openai tag or vllm== pin): "
                          "pass --from X.Y.Z")
+            return reh
+        try:            # both ends checked before anything is installed or started
+            check_release(source), check_release(target)
+        except Refused as err:
+            reh.error = str(err)
             return reh
         reh.before = verify_on(source, path, echo, **verifier)
         if reh.before.exit_code != EXIT_OK:
