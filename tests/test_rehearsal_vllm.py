@@ -9,6 +9,7 @@ Measured on 2 shared cores, venvs installed: see the README's "Upgrade rehearsal
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,8 @@ def test_migrate_verify_writes_the_migration_once_030_passes(tmp_path):
     assert "Rehearsal passed" in res.stdout
     assert "0.29.0 before" in res.stdout and "0.30.0 after" in res.stdout
     assert "FAIL" not in res.stdout
+    for name in CHAIN:     # the tree and its migrated copy share rows: one line per probe, both columns
+        assert re.search(rf"^compose\.yaml:\d+ .*: {name}\s+pass\s+pass$", res.stdout, re.M), name
     text = (tree / "compose.yaml").read_text()
     assert text != original
     assert "vllm/vllm-openai:v0.30.0" in text and "--enable-scale-out" in text

@@ -450,8 +450,8 @@ def _rehearse(path, from_version, origin, to_version, steps, timeout) -> None:
     echo = lambda s: click.echo(s, err=True)   # noqa: E731
     source = fmt(from_version) if from_version else None
     target = fmt(to_version)
-    click.echo(f"Rehearsal: {path} on vLLM {source or '?'}" + (f" ({origin})" if origin else "")
-               + f", then migrated to {target} on {target}")
+    click.echo(f"Rehearsal: {path} on vLLM {source or '?'}" + (f" (pinned by {origin})" if origin else "")
+               + f", then a migrated copy on vLLM {target}")
     reh = rehearse_migration(path, target, source, origin, migrate_copy, echo=echo, timeout=timeout)
     if reh.error:
         click.echo(f"error: {reh.error}", err=True)

@@ -27,6 +27,20 @@ class Column:
     release: str
     outcome: Outcome | None = None
     error: str | None = None            # refused / install failed: nothing ran
+    path: str | None = None             # the tree verified: row names are relative to it
+
+    def _rel(self, name: str) -> str:
+        """`/tmp/x/deploy/compose.yaml:17 service llm` -> `compose.yaml:17 service llm`, so that a
+        tree and its migrated copy share rows."""
+        if not self.path:
+            return name
+        for root in sorted({self.path, str(Path(self.path).absolute())}, key=len, reverse=True):
+            root = root.rstrip("/")
+            if Path(root).is_dir():
+                name = name.replace(root + "/", "")
+            else:
+                name = name.replace(root, Path(root).name)
+        return name
 
     @property
     def exit_code(self) -> int:
@@ -39,11 +53,12 @@ class Column:
             return out
         for unit in self.outcome.units:
             for s in unit.servers:
-                out[f"{s.plan.name}: starts"] = s.healthy_s is not None and not s.error_line
+                name = self._rel(s.plan.name)
+                out[f"{name}: starts"] = s.healthy_s is not None and not s.error_line
                 for p in s.probes:
-                    out[f"{s.plan.name}: {p.name}"] = p.ok
+                    out[f"{name}: {p.name}"] = p.ok
             for p in unit.probes:
-                out[f"{unit.name}: {p.name}"] = p.ok
+                out[f"{self._rel(unit.name)}: {p.name}"] = p.ok
         return out
 
     def as_dict(self) -> dict:
@@ -102,7 +117,8 @@ class Matrix:
                 for s in unit.servers:
                     if s.error_line:
                         lines.append(f"  {s.plan.name} did not start: {s.error_line}")
-        lines.append(f"({self.seconds:.0f} s)")
+        if self.seconds:
+            lines.append(f"({self.seconds:.0f} s)")
         return "\n".join(lines)
 
 
@@ -112,9 +128,9 @@ def verify_on(release: str, path: str, echo=None, **verifier) -> Column:
     try:
         exe = ensure(release, echo)
     except Refused as err:
-        return Column(release, error=str(err))
+        return Column(release, error=str(err), path=path)
     echo(f"verifying {path} on vLLM {release}...")
-    return Column(release, Verifier([path], vllm=str(exe), echo=echo, **verifier).run())
+    return Column(release, Verifier([path], vllm=str(exe), echo=echo, **verifier).run(), path=path)
 
 
 def verify_matrix(path: str, releases: list[str], echo=None, **verifier) -> Matrix:
@@ -146,7 +162,7 @@ class Rehearsal:
         m = Matrix("before (pinned release) / after migration (target)")
         for label, col in (("before", self.before), ("after", self.after)):
             if col is not None:
-                m.columns.append(Column(f"{col.release} {label}", col.outcome, col.error))
+                m.columns.append(Column(f"{col.release} {label}", col.outcome, col.error, col.path))
         return m
 
     def as_dict(self) -> dict:
