@@ -28,6 +28,7 @@ class Column:
     outcome: Outcome | None = None
     error: str | None = None            # refused / install failed: nothing ran
     path: str | None = None             # the tree verified: row names are relative to it
+    path_is_dir: bool | None = None     # noted when verified (a rehearsal's copy is gone by the report)
 
     def _rel(self, name: str) -> str:
         """`/tmp/x/deploy/compose.yaml:17 service llm` -> `compose.yaml:17 service llm`, so that a
@@ -36,7 +37,7 @@ class Column:
             return name
         for root in sorted({self.path, str(Path(self.path).absolute())}, key=len, reverse=True):
             root = root.rstrip("/")
-            if Path(root).is_dir():
+            if self.path_is_dir if self.path_is_dir is not None else Path(root).is_dir():
                 name = name.replace(root + "/", "")
             else:
                 name = name.replace(root, Path(root).name)
@@ -128,9 +129,10 @@ def verify_on(release: str, path: str, echo=None, **verifier) -> Column:
     try:
         exe = ensure(release, echo)
     except Refused as err:
-        return Column(release, error=str(err), path=path)
+        return Column(release, error=str(err), path=path, path_is_dir=Path(path).is_dir())
     echo(f"verifying {path} on vLLM {release}...")
-    return Column(release, Verifier([path], vllm=str(exe), echo=echo, **verifier).run(), path=path)
+    return Column(release, Verifier([path], vllm=str(exe), echo=echo, **verifier).run(), path=path,
+                  path_is_dir=Path(path).is_dir())
 
 
 def verify_matrix(path: str, releases: list[str], echo=None, **verifier) -> Matrix:
@@ -162,7 +164,7 @@ class Rehearsal:
         m = Matrix("before (pinned release) / after migration (target)")
         for label, col in (("before", self.before), ("after", self.after)):
             if col is not None:
-                m.columns.append(Column(f"{col.release} {label}", col.outcome, col.error, col.path))
+                m.columns.append(Column(f"{col.release} {label}", col.outcome, col.error, col.path, col.path_is_dir))
         return m
 
     def as_dict(self) -> dict:
