@@ -372,12 +372,20 @@ def show_rule(code):
               help="Write a Markdown summary for a pull request: per file what changed and why, what needs a human.")
 @click.option("--keep-defaults", is_flag=True,
               help="Pin today's value of every flag a launch does not set whose default the upgrade changes (VL307).")
+@click.option("--verify", "rehearse", is_flag=True,
+              help="Rehearse on real vLLM first (CPU builds, installed into cached venvs): verify the tree on "
+                   "the release it pins, migrate a copy, verify the copy on the target; write only when it passes.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
+              help="With --verify: as for `vllmlint verify`.")
 @VERBOSE
-def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, verbose):
+def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, rehearse, timeout, verbose):
     """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
-    that release's rules and that release as the target."""
+    that release's rules and that release as the target.
+
+    With --verify, exit 3 when the rehearsal fails (nothing is written): the tree fails on the
+    release it pins, or the migrated copy fails on the target."""
     from .lint.migrate import detect_version, find_bumps, run_chain, steps_between
     from .lint.project import load
     from .lint.report import text_line, unified_diff
@@ -394,6 +402,12 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, v
         found = detect_version(load(candidates))
         from_version, origin = (found.version, found.where) if found else (None, "")
     steps = steps_between(from_version, to_version)
+    if rehearse:
+        if diff:
+            raise click.UsageError("--verify writes the migration once the target passes; drop --diff")
+        if len(paths) > 1:
+            raise click.UsageError("--verify rehearses one tree: give one PATH")
+        _rehearse((paths or (".",))[0], from_version, origin, to_version, steps, timeout)
     bumps_seen = []
 
     def post_edits(project):
@@ -480,6 +494,48 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, v
                                                      outcome.findings, left, diff, silent))
         click.echo(f"Report written to {report_file}.", err=True)
     sys.exit(2 if errors else (1 if outcome.findings or left else 0))
+
+
+def _rehearse(path, from_version, origin, to_version, steps, timeout) -> None:
+    """`migrate --verify`: returns when the rehearsal passed; exits otherwise."""
+    from pathlib import Path
+
+    from .knowledge.versions import fmt
+    from .lint.migrate import find_bumps, run_chain
+    from .verify.rehearse import rehearse_migration
+
+    def migrate_copy(root: Path) -> list[str]:
+        cands, _ = discover([str(root)])
+        chain = run_chain(cands, steps, lambda project: [b.edit for b in find_bumps(project, to_version) if b.edit])
+        errors = _write(chain.outcome)
+        if errors:
+            raise click.ClickException("migrating the copy: " + "; ".join(errors))
+        return sorted(str(Path(p).relative_to(root)) if Path(p).is_relative_to(root) else str(p)
+                      for p in chain.outcome.changed())
+
+    echo = lambda s: click.echo(s, err=True)   # noqa: E731
+    source = fmt(from_version) if from_version else None
+    target = fmt(to_version)
+    click.echo(f"Rehearsal: {path} on vLLM {source or '?'}" + (f" (pinned by {origin})" if origin else "")
+               + f", then a migrated copy on vLLM {target}")
+    reh = rehearse_migration(path, target, source, origin, migrate_copy, echo=echo, timeout=timeout)
+    if reh.error:
+        click.echo(f"error: {reh.error}", err=True)
+        sys.exit(2)
+    click.echo(reh.matrix().text())
+    before = reh.before
+    if before.exit_code != 0:
+        why = before.error or ("the stack did not start" if before.exit_code == 2 else "a probe failed")
+        click.echo(f"\nThe configs do not pass on vLLM {source}, the release they pin ({why}): fix that first. "
+                   "Nothing was migrated or written.")
+        sys.exit(2 if before.error else 3)
+    if reh.after.exit_code != 0:
+        why = reh.after.error or ("the stack did not start" if reh.after.exit_code == 2 else "a probe failed")
+        click.echo(f"\nAfter migration the configs fail on vLLM {target} ({why}); changed in the copy: "
+                   f"{', '.join(reh.changed) or 'nothing'}. Nothing was written.")
+        sys.exit(2 if reh.after.error else 3)
+    click.echo(f"\nRehearsal passed ({reh.seconds:.0f} s): vLLM {source} before, {target} after migration. "
+               "Writing the migration.")
 
 
 class _progress:
@@ -649,15 +705,34 @@ def router(args):
               help="Run P/D pairs over this KV connector instead of the config's (roles kept): "
                    "example = ExampleConnector (fast on CPU), nixl = NixlConnector (needs nixl; slow on CPU).")
 @click.option("--keep", is_flag=True, help="Keep the logs folder and print where it is.")
-def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep):
+@click.option("--vllm-version", "releases", metavar="X.Y.Z[,X.Y.Z...]",
+              help="Verify on each of these releases (CPU builds, installed on first use into cached venvs: "
+                   "$VLLMLINT_VLLM_VENVS or ~/.cache/vllmlint/vllm-venvs) and print a release x probe matrix.")
+def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep, releases):
     """Start the deployment in PATH on a real vLLM and probe it.
 
-    Exit codes: 0 every probe passed, 1 a probe failed, 2 the stack could not start (or no vLLM).
+    Exit codes: 0 every probe passed, 1 a probe failed, 2 the stack could not start (or no vLLM;
+    with --vllm-version: a release that cannot be installed here).
     """
     from .verify import Verifier
     from .verify.report import render
 
     echo = (lambda s: click.echo(s, err=True)) if fmt == "text" else None
+    if releases:
+        if vllm_path:
+            raise click.UsageError("--vllm and --vllm-version: give one (--vllm-version installs its own)")
+        from .verify.rehearse import verify_matrix
+        from .verify.releases import Refused, check_release
+
+        try:        # every release checked before any is installed
+            wanted = [check_release(r) for r in releases.split(",") if r.strip()]
+        except Refused as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(2)
+        matrix = verify_matrix(path, wanted, echo=(lambda s: click.echo(s, err=True)), model=model_dir,
+                               timeout=timeout, keep=keep, connector=connector)
+        click.echo(json.dumps(matrix.as_dict(), indent=2, default=str) if fmt == "json" else matrix.text())
+        sys.exit(matrix.exit_code)
     outcome = Verifier([path], vllm=vllm_path, model=model_dir, timeout=timeout, keep=keep,
                        connector=connector, echo=echo).run()
     report = render(outcome, fmt)
