@@ -317,6 +317,16 @@ def show_rule(code):
         click.echo(page)
 
 
+@main.command()
+def server():
+    """Run the Language Server over stdio (diagnostics as you type, fixes as code actions)."""
+    try:
+        from .editor.server import main as serve
+    except ImportError as err:
+        raise click.UsageError(f"`vllmlint server` needs the server extra: pip install 'vllmlint[server]' ({err})")
+    serve()
+
+
 def _optional_target(ctx, param, value):
     return None if value is None else _target(ctx, param, value)
 
