@@ -302,3 +302,33 @@ def test_settings_come_from_the_workspace(client, tmp_path):
     c.notify("textDocument/didOpen", {"textDocument": {"uri": doc, "languageId": "yaml", "version": 1,
                                                        "text": COMPOSE_OLD}})
     assert c.diagnostics_for(doc) == []
+
+
+def test_unsafe_fix_is_marked_and_suppression_keeps_the_continued_command(client, tmp_path):
+    """VL102's fix changes behaviour: offered, marked "(unsafe)", not preferred, no "fix all
+    safe". The finding sits on a continued line of a shell command: a comment line above would
+    cut the command, so the suppression goes at the end of the line."""
+    case = FIXTURES / "VL102" / "in-extra-config-unsafe-fix"
+    ws = tmp_path / "ws"
+    shutil.copytree(case / "input", ws)
+    text = (ws / "decode.sh").read_text()
+    c = client(ws)
+    doc = uri(ws / "decode.sh")
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": doc, "languageId": "shellscript", "version": 1,
+                                                       "text": text}})
+    [diag] = c.diagnostics_for(doc, lambda d: d != [])
+    assert diag["code"] == "VL102" and diag["range"]["start"] == {"line": 2, "character": 114}   # decode.sh:3:115
+    actions = c.request("textDocument/codeAction", {"textDocument": {"uri": doc}, "range": diag["range"],
+                                                    "context": {"diagnostics": [diag]}})
+    assert not [a for a in actions if a["kind"] == "source.fixAll.vllmlint"]
+    [unsafe] = [a for a in actions if a["title"].endswith("(unsafe)")]
+    assert unsafe["isPreferred"] is False
+    assert apply(text, unsafe["edit"]["changes"][doc]).encode() == (case / "fixed" / "decode.sh").read_bytes()
+    [suppress] = [a for a in actions if "suppress" in a["title"]]
+    assert "(end of line)" in suppress["title"]
+    suppressed = apply(text, suppress["edit"]["changes"][doc])
+    assert suppressed.splitlines()[:2] == text.splitlines()[:2]
+    (ws / "decode.sh").write_text(suppressed)
+    out = subprocess.run([sys.executable, "-m", "vllmlint", "check", "--format", "json", "."], cwd=ws,
+                         capture_output=True, text=True)
+    assert json.loads(out.stdout) == []
