@@ -135,8 +135,9 @@ def apply(text: str, edits: list[dict]) -> str:
     return text
 
 
-def check_fix(folder: Path) -> dict[str, bytes]:
-    work = folder.parent / (folder.name + "-cli")
+def check_fix(folder: Path, tmp: Path) -> dict[str, bytes]:
+    """The bytes `vllmlint check --fix` writes, on a copy of `folder`."""
+    work = tmp / "cli"
     shutil.copytree(folder, work)
     subprocess.run([sys.executable, "-m", "vllmlint", "check", "--fix", "-q", "."], cwd=work, capture_output=True)
     return {p.relative_to(work).as_posix(): p.read_bytes() for p in sorted(work.rglob("*")) if p.is_file()}
@@ -197,7 +198,7 @@ def test_vl001_as_you_type_then_quick_fix_equals_check_fix(client, tmp_path):
     assert vl001["severity"] == 1 and vl001["source"] == "vllmlint"
     assert vl001["codeDescription"]["href"].endswith("/docs/rules/VL001.md")
 
-    want = check_fix(FIXTURES / "VL001" / "compose-list" / "input")["docker-compose.yml"]
+    want = check_fix(FIXTURES / "VL001" / "compose-list" / "input", tmp_path)["docker-compose.yml"]
     assert want == (FIXTURES / "VL001" / "compose-list" / "fixed" / "docker-compose.yml").read_bytes()
     actions = c.request("textDocument/codeAction", {"textDocument": {"uri": doc}, "range": vl001["range"],
                                                     "context": {"diagnostics": [vl001]}})
