@@ -89,9 +89,11 @@ class Client:
                             and m["params"]["uri"] == uri and pred(m["params"]["diagnostics"]), timeout)
         return message["params"]["diagnostics"]
 
-    def initialize(self, root: Path, resolve: bool = False) -> dict:
+    def initialize(self, root: Path, resolve: bool = False, encodings: list[str] | None = None) -> dict:
         caps = {"textDocument": {"codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": [
             "quickfix", "source", "source.fixAll"]}}}}}
+        if encodings:
+            caps["general"] = {"positionEncodings": encodings}
         if resolve:
             caps["textDocument"]["codeAction"]["resolveSupport"] = {"properties": ["edit"]}
         result = self.request("initialize", {"processId": os.getpid(), "rootUri": uri(root), "capabilities": caps,
@@ -114,8 +116,8 @@ def uri(path: Path) -> str:
     return path.resolve().as_uri()
 
 
-def offset_of(text: str, line: int, character: int) -> int:
-    """LSP position (UTF-16 units) -> str offset; lines split on \\r\\n, \\r, \\n."""
+def offset_of(text: str, line: int, character: int, encoding: str = "utf-16") -> int:
+    """LSP position (code units of `encoding`) -> str offset; lines split on \\r\\n, \\r, \\n."""
     import re
 
     starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
@@ -123,13 +125,14 @@ def offset_of(text: str, line: int, character: int) -> int:
     units = 0
     i = start
     while units < character:
-        units += len(text[i].encode("utf-16-le")) // 2
+        units += {"utf-16": len(text[i].encode("utf-16-le")) // 2, "utf-8": len(text[i].encode("utf-8"))}.get(encoding, 1)
         i += 1
     return i
 
 
-def apply(text: str, edits: list[dict]) -> str:
-    spans = [(offset_of(text, **e["range"]["start"]), offset_of(text, **e["range"]["end"]), e["newText"]) for e in edits]
+def apply(text: str, edits: list[dict], encoding: str = "utf-16") -> str:
+    spans = [(offset_of(text, **e["range"]["start"], encoding=encoding),
+              offset_of(text, **e["range"]["end"], encoding=encoding), e["newText"]) for e in edits]
     for start, end, new in sorted(spans, reverse=True):
         text = text[:start] + new + text[end:]
     return text
@@ -333,3 +336,39 @@ def test_unsafe_fix_is_marked_and_suppression_keeps_the_continued_command(client
     out = subprocess.run([sys.executable, "-m", "vllmlint", "check", "--format", "json", "."], cwd=ws,
                          capture_output=True, text=True)
     assert json.loads(out.stdout) == []
+
+
+EMOJI_CRLF = ('services:\r\n  engine:\r\n    image: vllm/vllm-openai:v0.30.0\r\n'
+              '    command: ["vllm", "serve", "m", "--served-model-name", "\U0001F680-chat"]\r\n'
+              '    environment: {EMOJI: "\U0001F680\U0001F680", VLLM_ENABLE_SCALE_OUT_ENDPOINTS: "1"}\r\n')
+
+
+@pytest.mark.parametrize("encoding,column", [("utf-16", 33), ("utf-8", 37), ("utf-32", 31)])
+def test_positions_in_the_negotiated_encoding_with_crlf(client, tmp_path, encoding, column):
+    """check says compose.yaml:5:32 (code points); LSP counts the two rockets before it in the
+    negotiated units (UTF-16 by default: 2 each; UTF-8: 4 each), and CRLF is one line break."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    path = ws / "compose.yaml"
+    path.write_bytes(EMOJI_CRLF.encode())
+    c = Client(tmp_path)
+    try:
+        result = c.initialize(ws, encodings=[encoding])
+        assert result["capabilities"]["positionEncoding"] == encoding
+        doc = uri(path)
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": doc, "languageId": "yaml", "version": 1,
+                                                           "text": EMOJI_CRLF}})
+        [diag] = c.diagnostics_for(doc, lambda d: d != [])
+        assert diag["range"]["start"] == {"line": 4, "character": column}
+        start = offset_of(EMOJI_CRLF, **diag["range"]["start"], encoding=encoding)
+        end = offset_of(EMOJI_CRLF, **diag["range"]["end"], encoding=encoding)
+        assert EMOJI_CRLF[start:end].startswith("VLLM_ENABLE_SCALE_OUT_ENDPOINTS")
+        actions = c.request("textDocument/codeAction", {"textDocument": {"uri": doc}, "range": diag["range"],
+                                                        "context": {"diagnostics": [diag]}})
+        want = check_fix(ws, tmp_path)["compose.yaml"]
+        assert b"\r\n" in want and b"--enable-scale-out" in want
+        for action in actions:
+            if action["kind"] == "source.fixAll.vllmlint" or action["title"].startswith("VL001: replace"):
+                assert apply(EMOJI_CRLF, action["edit"]["changes"][doc], encoding).encode() == want
+    finally:
+        c.close()

@@ -238,7 +238,9 @@ class VllmlintServer(LanguageServer):
 
 def wanted(kind: str, only) -> bool:
     """LSP's kind filter: `source` asks for `source.fixAll.vllmlint`, `quickfix` for quickfix."""
-    return not only or any(kind == o or kind.startswith(str(o) + ".") for o in only)
+    kind = str(getattr(kind, "value", kind))
+    asked = [str(getattr(o, "value", o)) for o in only or ()]
+    return not asked or any(kind == o or kind.startswith(o + ".") for o in asked)
 
 
 def build() -> VllmlintServer:
