@@ -231,7 +231,11 @@ def suppress_edit(finding: Finding, reason: str = SUPPRESS_PLACEHOLDER) -> tuple
     `disable-file` at the top. A place is taken only if the file still parses to the same
     launches and env settings and the directive covers the finding. (edit, where) or None."""
     from ..lint import suppress
+    from ..lint.registry import load_rules
 
+    rule = load_rules().get(finding.code)
+    if rule is not None and getattr(rule, "post", False):
+        return None           # VL900 judges the suppressions themselves: its fix removes the comment
     source = finding.file
     text = source.text
     starts = line_starts(text)
