@@ -372,3 +372,34 @@ def test_positions_in_the_negotiated_encoding_with_crlf(client, tmp_path, encodi
                 assert apply(EMOJI_CRLF, action["edit"]["changes"][doc], encoding).encode() == want
     finally:
         c.close()
+
+
+def test_changes_are_debounced_and_files_outside_a_folder_are_checked(tmp_path):
+    """No workspace folder: the open buffer alone is linted. Six edits typed in quick succession
+    give one run (on the last text), not six."""
+    path = tmp_path / "loose" / "docker-compose.yml"
+    path.parent.mkdir()
+    clean = COMPOSE_OLD.replace("      - VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1\n", "")
+    path.write_text(clean)
+    c = Client(tmp_path)
+    try:
+        c.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
+        c.notify("initialized", {})
+        doc = uri(path)
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": doc, "languageId": "yaml", "version": 1,
+                                                           "text": clean}})
+        assert c.diagnostics_for(doc) == []
+        for version in range(2, 7):
+            c.notify("textDocument/didChange", {"textDocument": {"uri": doc, "version": version},
+                                                "contentChanges": [{"text": clean + f"# edit {version}\n"}]})
+        c.notify("textDocument/didChange", {"textDocument": {"uri": doc, "version": 7},
+                                            "contentChanges": [{"text": COMPOSE_OLD}]})
+        seen = []
+        c.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == doc
+               and (seen.append(m) or any(d["code"] == "VL001" for d in m["params"]["diagnostics"])))
+        assert len(seen) <= 2, [m["params"]["diagnostics"] for m in seen]     # 1 when nothing is slow
+        # closing it: nothing is linted for it any more, its diagnostics are cleared
+        c.notify("textDocument/didClose", {"textDocument": {"uri": doc}})
+        assert c.diagnostics_for(doc) == []
+    finally:
+        c.close()
