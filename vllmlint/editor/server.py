@@ -129,9 +129,8 @@ class VllmlintServer(LanguageServer):
     def diagnostics(self, run: S.Run, path: Path, units) -> list[T.Diagnostic]:
         out = []
         for f in run.findings.get(path, []):
-            out.append(self.diagnostic(f, units))
-        source = run.sources.get(path)
-        text = source.text if source is not None else run.overrides.get(path, "")
+            out.append(self.diagnostic(f, units, run))
+        text = real_text(run, path)
         starts = S.line_starts(text)
         for p in run.problems.get(path, []):
             line = max(p.line - 1, 0)
@@ -144,8 +143,14 @@ class VllmlintServer(LanguageServer):
                                     source="vllmlint"))
         return out
 
-    def diagnostic(self, f: Finding, units) -> T.Diagnostic:
-        return T.Diagnostic(range=self.range_of(f.file.text, *f.span, units=units), message=f.message,
+    def diagnostic(self, f: Finding, units, run: S.Run) -> T.Diagnostic:
+        message = f.message
+        if f.file.text == real_text(run, f.file.path):
+            where = self.range_of(f.file.text, *f.span, units=units)
+        else:       # found in text the file does not hold (a Helm template's rendering): its top
+            where = T.Range(T.Position(0, 0), T.Position(0, 0))
+            message += f" ({f.file.display}, line {f.line_col[0]})"
+        return T.Diagnostic(range=where, message=message,
                             severity=SEVERITY.get(f.severity, T.DiagnosticSeverity.Warning), code=f.code,
                             code_description=T.CodeDescription(href=help_uri(f.code)), source="vllmlint")
 
@@ -182,15 +187,15 @@ class VllmlintServer(LanguageServer):
         actions: list[T.CodeAction] = []
         findings = run.findings.get(path, [])
         if findings and wanted(T.CodeActionKind.QuickFix, only):
-            text = findings[0].file.text
+            text = real_text(run, path)
             starts = S.line_starts(text)
             lo = S.to_offset(text, params.range.start.line, params.range.start.character, units, starts)
             hi = S.to_offset(text, params.range.end.line, params.range.end.character, units, starts)
             for f in findings:
-                if not (f.span[0] <= hi and lo <= max(f.span)):
+                if f.file.text != text or not (f.span[0] <= hi and lo <= max(f.span)):
                     continue
-                diag = self.diagnostic(f, units)
-                if f.fix is not None:
+                diag = self.diagnostic(f, units, run)
+                if f.fix is not None and all(e.file.text == real_text(run, e.file.path) for e in f.fix.edits):
                     unsafe = f.fix.applicability == "unsafe"
                     actions.append(T.CodeAction(
                         title=f"{f.code}: {f.fix.description}" + (" (unsafe)" if unsafe else ""),
@@ -234,6 +239,14 @@ class VllmlintServer(LanguageServer):
         start, end, text = S.minimal_edit(old, new)
         action.edit = T.WorkspaceEdit(changes={uri: [T.TextEdit(self.range_of(old, start, end, self.units()), text)]})
         return action
+
+
+def real_text(run: S.Run, path: Path) -> str:
+    """The text the editor shows for `path`: its buffer, else what was read from disk."""
+    if path in run.overrides:
+        return run.overrides[path]
+    source = run.sources.get(path)
+    return source.text if source is not None else ""
 
 
 def wanted(kind: str, only) -> bool:

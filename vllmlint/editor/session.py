@@ -171,8 +171,8 @@ class Workspace:
                                 cache=self.cache, buffers=overrides)
         run = Run(self.root, overrides=dict(overrides), config_error=config.error)
         by_display = {c.display: c.path for c in cands}
-        for pf in outcome.project.files:
-            run.sources[pf.source.path] = pf.source
+        for source in outcome.project.sources:       # parsed files and the ones only read (requirements)
+            run.sources.setdefault(source.path, source)
         for f in outcome.findings:
             run.findings.setdefault(f.file.path, []).append(f)
         for p in outcome.problems:
