@@ -301,11 +301,26 @@ def test_settings_come_from_the_workspace(client, tmp_path):
     ws.mkdir()
     (ws / "pyproject.toml").write_text('[tool.vllmlint]\nignore = ["VL001"]\n')
     (ws / "docker-compose.yml").write_text(COMPOSE_OLD)
-    c = client(ws)
-    doc = uri(ws / "docker-compose.yml")
-    c.notify("textDocument/didOpen", {"textDocument": {"uri": doc, "languageId": "yaml", "version": 1,
-                                                       "text": COMPOSE_OLD}})
-    assert c.diagnostics_for(doc) == []
+    c = Client(tmp_path)
+    try:
+        c.request("initialize", {"processId": os.getpid(), "rootUri": uri(ws), "capabilities": {
+            "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}},
+            "workspaceFolders": [{"uri": uri(ws), "name": "ws"}]})
+        c.notify("initialized", {})
+        # the server asks to be told about changed files
+        register = c.wait(lambda m: m.get("method") == "client/registerCapability")
+        [reg] = register["params"]["registrations"]
+        assert reg["method"] == "workspace/didChangeWatchedFiles"
+        doc = uri(ws / "docker-compose.yml")
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": doc, "languageId": "yaml", "version": 1,
+                                                           "text": COMPOSE_OLD}})
+        assert c.diagnostics_for(doc) == []
+        # the settings change on disk: VL001 is back
+        (ws / "pyproject.toml").write_text('[tool.vllmlint]\nignore = ["VL2"]\n')
+        c.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": uri(ws / "pyproject.toml"), "type": 2}]})
+        assert [d["code"] for d in c.diagnostics_for(doc, lambda d: d != [])] == ["VL001"]
+    finally:
+        c.close()
 
 
 def test_unsafe_fix_is_marked_and_suppression_keeps_the_continued_command(client, tmp_path):

@@ -263,6 +263,23 @@ def build() -> VllmlintServer:
         path = uris.to_fs_path(uri)
         return server.root_of(Path(path).resolve()) if path else None
 
+    @server.feature(T.INITIALIZED)
+    def initialized(ls: VllmlintServer, params: T.InitializedParams):
+        """Files changed on disk (a checkout, a settings edit) re-lint the folder: ask the client
+        to watch them, where it can register watchers at run time."""
+        caps = ls.client_capabilities.workspace
+        watched = caps.did_change_watched_files if caps else None
+        if watched and watched.dynamic_registration:
+            ls.client_register_capability(T.RegistrationParams(registrations=[T.Registration(
+                id="vllmlint-watch", method=T.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=T.DidChangeWatchedFilesRegistrationOptions(
+                    watchers=[T.FileSystemWatcher(glob_pattern="**/*")]))]))
+
+    @server.feature(T.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched_files_changed(ls: VllmlintServer, params: T.DidChangeWatchedFilesParams):
+        for root in {root_of_uri(change.uri) for change in params.changes}:
+            ls.schedule(root, DEBOUNCE_S)
+
     @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: VllmlintServer, params: T.DidOpenTextDocumentParams):
         await ls.lint(root_of_uri(params.text_document.uri))
