@@ -413,6 +413,7 @@ def test_changes_are_debounced_and_files_outside_a_folder_are_checked(tmp_path):
         c.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == doc
                and (seen.append(m) or any(d["code"] == "VL001" for d in m["params"]["diagnostics"])))
         assert len(seen) <= 2, [m["params"]["diagnostics"] for m in seen]     # 1 when nothing is slow
+        assert seen[-1]["params"]["version"] == 7          # computed on the last text, and says so
         # closing it: nothing is linted for it any more, its diagnostics are cleared
         c.notify("textDocument/didClose", {"textDocument": {"uri": doc}})
         assert c.diagnostics_for(doc) == []

@@ -39,6 +39,7 @@ class VllmlintServer(LanguageServer):
         self.runs: dict[Path | None, S.Run] = {}
         self.published: dict[Path | None, set[Path]] = {}
         self.pending: dict[Path | None, asyncio.Task] = {}
+        self.shown: set[str] = set()            # settings errors already shown (once each, not per keystroke)
         # one lint at a time, off the message loop: requests keep flowing while a run works
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vllmlint-lint")
 
@@ -62,12 +63,15 @@ class VllmlintServer(LanguageServer):
             self.spaces[root] = S.Workspace(root)
         return self.spaces[root]
 
-    def overrides(self, root: Path | None) -> dict[Path, str]:
+    def overrides(self, root: Path | None, versions: dict | None = None) -> dict[Path, str]:
+        """The open buffers of a folder, by path (and, into `versions`, their versions)."""
         out = {}
         for doc in list(self.workspace.text_documents.values()):
             path = uris.to_fs_path(doc.uri)
             if path and self.root_of(Path(path).resolve()) == root:
                 out[Path(path).resolve()] = doc.source
+                if versions is not None:
+                    versions[Path(path).resolve()] = doc.version
         return out
 
     def units(self):
@@ -75,7 +79,8 @@ class VllmlintServer(LanguageServer):
 
     # -- runs ----------------------------------------------------------------------------------
     async def lint(self, root: Path | None) -> S.Run | None:
-        overrides = self.overrides(root)
+        versions: dict[Path, int | None] = {}
+        overrides = self.overrides(root, versions)
         loop = asyncio.get_running_loop()
         try:
             run = await loop.run_in_executor(self.pool, self.space(root).check, overrides)
@@ -83,11 +88,12 @@ class VllmlintServer(LanguageServer):
             self.log_error(f"vllmlint: lint of {root or 'open files'} failed: {err!r}\n{traceback.format_exc()}")
             return None
         self.runs[root] = run
-        if run.config_error:
+        if run.config_error and run.config_error not in self.shown:
+            self.shown.add(run.config_error)
             self.window_show_message(T.ShowMessageParams(T.MessageType.Warning, f"vllmlint settings: {run.config_error}"))
         for line in run.other_problems:
             self.log_error(f"vllmlint: {line}")
-        self.publish(root, run)
+        self.publish(root, run, versions)
         return run
 
     def schedule(self, root: Path | None, delay: float) -> None:
@@ -112,7 +118,11 @@ class VllmlintServer(LanguageServer):
             task.cancel()
         return await self.lint(root)
 
-    def publish(self, root: Path | None, run: S.Run) -> None:
+    def publish(self, root: Path | None, run: S.Run, versions: dict | None = None) -> None:
+        """Diagnostics for every file of the folder with findings, every open buffer, and every
+        file that had some last time (now cleared); an open buffer's carry the version they were
+        computed on, so a client drops them once it has moved on."""
+        versions = versions or {}
         units = self.units()
         open_paths = set(run.overrides)
         paths = run.paths() | open_paths | self.published.get(root, set())
@@ -123,7 +133,8 @@ class VllmlintServer(LanguageServer):
                 self.log_error(f"vllmlint: diagnostics for {path}: {err!r}")
                 diagnostics = []
             self.text_document_publish_diagnostics(
-                T.PublishDiagnosticsParams(uri=uris.from_fs_path(str(path)), diagnostics=diagnostics))
+                T.PublishDiagnosticsParams(uri=uris.from_fs_path(str(path)), diagnostics=diagnostics,
+                                           version=versions.get(path)))
         self.published[root] = run.paths()
 
     def diagnostics(self, run: S.Run, path: Path, units) -> list[T.Diagnostic]:
