@@ -419,3 +419,28 @@ def test_changes_are_debounced_and_files_outside_a_folder_are_checked(tmp_path):
         assert c.diagnostics_for(doc) == []
     finally:
         c.close()
+
+
+def test_ignored_and_new_files(client, tmp_path):
+    """An open buffer of a file the CLI would not read (.gitignore'd) gets no diagnostics; a new
+    buffer whose file is not on disk yet is checked from the buffer."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    (ws / ".gitignore").write_text("vendor/\n")
+    (ws / "vendor").mkdir()
+    (ws / "vendor" / "compose.yaml").write_text(COMPOSE_OLD)
+    c = client(ws)
+    ignored = uri(ws / "vendor" / "compose.yaml")
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": ignored, "languageId": "yaml", "version": 1,
+                                                       "text": COMPOSE_OLD}})
+    assert c.diagnostics_for(ignored) == []
+    out = subprocess.run([sys.executable, "-m", "vllmlint", "check", "--format", "json", "."], cwd=ws,
+                         capture_output=True, text=True)
+    assert json.loads(out.stdout or "[]") == []          # the CLI agrees
+    new = uri(ws / "new-compose.yaml")
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": new, "languageId": "yaml", "version": 1,
+                                                       "text": COMPOSE_OLD}})
+    assert [d["code"] for d in c.diagnostics_for(new, lambda d: d != [])] == ["VL001"]

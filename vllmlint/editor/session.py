@@ -107,6 +107,8 @@ def candidates_for(root: Path | None, overrides: dict[Path, str], settings: Sett
     for path, text in overrides.items():
         if root is not None and not _inside(path, root):
             continue
+        if root is not None and path not in found and path.is_file() and _disk_kind(path) is not None:
+            continue      # on disk, of a kind we read, and still not found: ignored (.gitignore, .venv)
         kind = kind_of(path, text)
         if kind is None:
             found.pop(path, None)
@@ -117,6 +119,14 @@ def candidates_for(root: Path | None, overrides: dict[Path, str], settings: Sett
         found = {p: c for p, c in found.items() if p in overrides}
     return sorted((c for c in found.values() if not (settings.exclude and settings.excluded(c.display, c.path))),
                   key=lambda c: c.display)
+
+
+def _disk_kind(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return classify(path, fh.read(MAX_SNIFF))
+    except OSError:
+        return None
 
 
 def _relative(path: Path, root: Path) -> str:
