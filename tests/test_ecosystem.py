@@ -174,7 +174,8 @@ def test_rule_docs_are_not_stale():
 def test_readme_sections():
     readme = (ROOT / "README.md").read_text()
     for needle in ("pre-commit", "GitHub Actions", "GitLab", "Exit codes", "[tool.vllmlint]", "upload-sarif",
-                   "--format github"):
+                   "--format github", "uses: vllmlint/vllmlint@", "--format gitlab", "codequality:",
+                   "vllmlint server", "vim.lsp.start", "eglot", "[language-server.vllmlint]", "glspc.server.command"):
         assert needle in readme, needle
 
 

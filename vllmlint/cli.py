@@ -361,6 +361,16 @@ def show_rule(code):
 
 
 @main.command()
+def server():
+    """Run the Language Server over stdio (diagnostics as you type, fixes as code actions)."""
+    try:
+        from .editor.server import main as serve
+    except ImportError as err:
+        raise click.UsageError(f"`vllmlint server` needs the server extra: pip install 'vllmlint[server]' ({err})")
+    serve()
+
+
+@main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--to", "to_version", required=True,
               help="Target vLLM release, e.g. 0.30.0, `latest`, or the name of one added with `vllmlint catalogue add`.")

@@ -142,6 +142,20 @@ def workers_for(n_files: int) -> int:
     return max(1, min(cores, MAX_WORKERS))
 
 
+def _read(cand: Candidate, override: str | None) -> SourceFile:
+    """The file's text: from disk, or `override` (a fix pass's result, an editor's unsaved
+    buffer). A buffer whose file is not on disk (yet) is read from the buffer alone."""
+    try:
+        source = read_source(cand.path, cand.display, cand.kind)
+    except Unreadable:
+        if override is None or cand.path.exists():
+            raise
+        return SourceFile(path=cand.path, display=cand.display, text=override, kind=cand.kind)
+    if override is not None:
+        source.text = override
+    return source
+
+
 def _read_and_parse(cand: Candidate, override: str | SourceFile | None):
     """One file: ("file", ParsedFile) | ("other", SourceFile) | ("problem", Problem) | None.
     `override`: the text to use instead of the file's, or the SourceFile already read (a cache
@@ -150,11 +164,9 @@ def _read_and_parse(cand: Candidate, override: str | SourceFile | None):
         source = override
     else:
         try:
-            source = read_source(cand.path, cand.display, cand.kind)
+            source = _read(cand, override)
         except Unreadable as err:
             return "problem", Problem(cand.display, err.line, err.reason, err.concerns_vllm)
-        if override is not None:
-            source.text = override
     if cand.kind == "requirements":
         return "other", source
     try:
@@ -205,12 +217,10 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
             ON_FILE(cand)
         if cache:             # an empty cache (a first pass) has nothing to reuse: skip the read
             try:
-                source = read_source(cand.path, cand.display, cand.kind)
+                source = _read(cand, overrides.get(cand.path))
             except Unreadable as err:
                 results[i] = "problem", Problem(cand.display, err.line, err.reason, err.concerns_vllm)
                 continue
-            if cand.path in overrides:
-                source.text = overrides[cand.path]
             hit = cache.get(source) if cand.kind != "requirements" else None
             if hit is not None:
                 results[i] = "cached", hit
