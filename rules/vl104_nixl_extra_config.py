@@ -7,6 +7,10 @@ from vllmlint.lint.registry import Rule
 LEASE_KEY = "kv_lease_duration"
 
 
+# top-level KVTransferConfig fields written inside the extra config: VL102 says where they belong
+REPORTED_ELSEWHERE = {"kv_load_failure_policy"}
+
+
 class NixlExtraConfig(Rule):
     """A NixlConnector `kv_connector_extra_config` key the target vLLM release does not read,
     a value of the wrong type, or a KV lease shorter than a request can wait.
@@ -88,6 +92,8 @@ class NixlExtraConfig(Rule):
                     continue
                 for key, value in extra.items():
                     kpath = path + ("kv_connector_extra_config", key)
+                    if key in REPORTED_ELSEWHERE:
+                        continue
                     if key in cat.nixl_extra_keys:
                         yield from self._value(launch, cfg, kpath, key, value, cat)
                     else:

@@ -4,7 +4,8 @@ import re
 from vllmlint.model.launch import Edit, Fix
 from vllmlint.lint.registry import Rule
 
-SEP = r"""["']?(?:[ \t,]|\n[ \t]*-[ \t]|\\\n)+["']?"""     # shell words, JSON/YAML list items
+# shell words, JSON/YAML list items, and comment lines between them (a suppression comment)
+SEP = r"""["']?(?:[ \t,]|\n(?:[ \t]*\#[^\n]*\n)*[ \t]*-[ \t]|\\\n)+["']?"""
 PY_M_RE = re.compile(r"(?<![\w.-])python[\d.]*" + f"(?:{SEP}-[a-zA-Z]+)*?{SEP}-m{SEP}" + r"(?P<mod>vllm(?:\.\w+)+)")
 
 
