@@ -183,19 +183,22 @@ class RemovedOrRenamedFlag(Rule):
                 continue
             where = opt.name_span() or opt.span or launch.span
             new = self._successor(hist, cat, name, gone, self.target)
-            head = (f"`{opt.name}` was removed in vLLM {gone.removed_in} (last in {gone.last}"
-                    f"{_deprecated(gone.info.get('dep'))}): vLLM {self.target_str} ")
+            head = f"`{opt.name}` was removed in vLLM {gone.removed_in}"
+            why = (f"Last in {gone.last}{_deprecated(gone.info.get('dep'))}; vLLM {self.target_str} refuses to "
+                   f"start with it (`unrecognized arguments`).")
             if opt.match.kind == "prefix":
                 yield self.finding(launch.file, where, head +
-                                   f"reads it as an abbreviation of `{opt.match.flag}`, another flag"
-                                   + (f"; write `{new}`" if new else "; remove it"))
+                                   f": vLLM {self.target_str} reads it as `{opt.match.flag}`, another flag"
+                                   + (f"; write `{new}`" if new else "; remove it"),
+                                   detail=f"Last in {gone.last}{_deprecated(gone.info.get('dep'))}; argparse "
+                                          f"expands the old name as an abbreviation of `{opt.match.flag}`.")
                 continue
             if new:
                 edit = opt.rename(new)
                 yield self.finding(launch.file, where,
-                                   head + f"refuses to start; it was renamed `{new}` in {self._renamed_in(hist, name)}",
+                                   head + f": renamed `{new}` in {self._renamed_in(hist, name)}, write that",
                                    Fix([edit], f"rename to {new}") if edit else None,
-                                   launches=[launch], min_release=self.target)
+                                   launches=[launch], min_release=self.target, detail=why)
                 continue
             if name in SPECULATIVE and "--speculative-config" in cat.options:
                 fix = None
@@ -203,22 +206,21 @@ class RemovedOrRenamedFlag(Rule):
                     speculative_done.add(id(launch))
                     fix = speculative_fix(launch, self.target)
                 yield self.finding(launch.file, where,
-                                   f"`{opt.name}` was removed in vLLM {gone.removed_in}: set \"{SPECULATIVE[name]}\" "
-                                   f"in --speculative-config instead (removing it turns speculative decoding off)",
-                                   fix, launches=[launch], min_release=self.target)
+                                   head + f": set \"{SPECULATIVE[name]}\" in --speculative-config instead",
+                                   fix, launches=[launch], min_release=self.target,
+                                   detail=why + " Removing it alone would turn speculative decoding off.")
                 continue
             takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
             if name in SAFE_TO_REMOVE and not takes and not opt.inline:
                 edits = remove_args([opt.arg])
                 yield self.finding(launch.file, where,
-                                   f"`{opt.name}` was removed in vLLM {gone.removed_in} (its behaviour is now the "
-                                   f"default): vLLM {self.target_str} refuses to start; remove it",
+                                   head + ": remove it (its behaviour is the default now)",
                                    Fix(edits, f"remove {opt.name}") if edits else None,
-                                   launches=[launch], min_release=self.target)
+                                   launches=[launch], min_release=self.target, detail=why)
                 continue
             yield self.finding(launch.file, where,
-                               head + "refuses to start (unrecognized arguments); remove it"
-                               + (" and its value" if takes else ""))
+                               head + f": vLLM {self.target_str} will not start; remove it"
+                               + (" and its value" if takes else ""), detail=why)
 
     @staticmethod
     def _successor(hist, cat, name, gone, target) -> str | None:

@@ -121,14 +121,20 @@ class RemovedEnvVar(Rule):
                                    severity="warning" if close else "info")
 
     # -- a variable an earlier release read --------------------------------------------------
+    def _f(self, *args, **kwargs):
+        """A finding of a removed variable: the why (`self._detail`) goes to its detail."""
+        return self.finding(*args, detail=self._detail, **kwargs)
+
     def _removed(self, cat, entry, gone):
         from vllmlint.knowledge.catalogue.argv import is_vllm
 
         name = entry.name
         dep = gone.info.get("dep")
         use = gone.info.get("use")
-        head = (f"{name} is not read by vLLM {self.target_str}: removed in {gone.removed_in} (last in {gone.last}"
-                + (f", deprecated there: {_trim(dep)}" if dep and not use else "") + "); vLLM only warns and ignores it")
+        head = f"{name} is ignored from vLLM {gone.removed_in} on"
+        self._detail = (f"vLLM {self.target_str} does not read it: removed in {gone.removed_in} (last in {gone.last}"
+                        + (f", deprecated there: {_trim(dep)}" if dep and not use else "")
+                        + "); vLLM only warns about unknown VLLM_* variables and ignores them.")
         serves = [l for l in entry.launches if is_vllm(l)]
         if use and use.startswith("--") and use in cat.flags:
             return self._to_flag(cat, entry, head, use, serves)
@@ -136,79 +142,80 @@ class RemovedEnvVar(Rule):
             base, _, key = use.partition(".")
             spec = cat.json_flag(base)
             if spec and key in spec["fields"]:
-                return self.finding(entry.file, entry.span,
-                                    head + f"; set `{key}` in {base} instead ({use}=VALUE, or the key in its JSON)"
+                return self._f(entry.file, entry.span,
+                                    head + f": set `{key}` in {base} instead ({use}=VALUE)"
                                     + _nowhere(entry))
         if use and use.startswith("VLLM_") and cat.reads_env(use):
             return self._rename(entry, head, use, serves)
         if not serves:
-            return self.finding(entry.file, entry.span, head + "; remove it" + _nowhere(entry))
+            return self._f(entry.file, entry.span, head + ": remove it" + _nowhere(entry))
         if entry.removal is None:
-            return self.finding(entry.file, entry.span, head + "; remove it by hand")
-        return self.finding(entry.file, entry.span, head + "; nothing replaces it: remove it",
+            return self._f(entry.file, entry.span, head + ": remove it by hand")
+        return self._f(entry.file, entry.span, head + ": nothing replaces it, remove it",
                             Fix(list(entry.removal), f"remove {name}"), launches=entry.launches,
                             min_release=self.target)
 
     def _to_flag(self, cat, entry, head, flag, serves):
         name = entry.name
         info = cat.flags[flag]
-        say = head + f"; use {flag} instead"
+        say = head + f": use {flag} instead"
         if not serves:
-            return self.finding(entry.file, entry.span, say + _nowhere(entry))
+            return self._f(entry.file, entry.span, say + _nowhere(entry))
         if entry.value is None:
-            return self.finding(entry.file, entry.span, say + " (its value is only known at run time: move it by hand)")
+            return self._f(entry.file, entry.span, say + " (value known at run time: move it by hand)")
         value = entry.value.strip().strip("'\"")
         if "$" in value or "{{" in value or "`" in value:
-            return self.finding(entry.file, entry.span, say + " (its value is only known at run time: move it by hand)")
+            return self._f(entry.file, entry.span, say + " (value known at run time: move it by hand)")
         if info.get("n", 1) == 0:
             if value.lower() in FALSY:
                 token = None
             elif value.lower() in TRUTHY:
                 token = flag
             else:
-                return self.finding(entry.file, entry.span, say + f" (set to {value!r}: move it by hand)")
+                return self._f(entry.file, entry.span, say + f" (set to {value!r}: move it by hand)")
         else:
             accepted = _accepted(info, value)
             if accepted is None:
-                return self.finding(entry.file, entry.span,
-                                    say + f" (vllmlint cannot tell that {flag} accepts {value!r}: move it by hand)")
+                self._detail += f" vllmlint cannot tell that {flag} accepts {value!r}."
+                return self._f(entry.file, entry.span, say + " (move its value by hand)")
             token = f"{flag}={accepted}"
         need = [l for l in serves if token and not l.has_flag(flag)]
         blocked = [l for l in need if l.append_edit(token) is None]
         if blocked:
             where = ", ".join(f"{l.file.display}:{l.line} ({l.not_editable or 'not editable'})" for l in blocked)
-            return self.finding(entry.file, entry.span, say + f": add {token} by hand to {where}, then remove {name}")
+            self._detail += f" The launch cannot be edited here: {where}."
+            return self._f(entry.file, entry.span, head + f": add {token} to the launch by hand, then remove it")
         if entry.removal is None:
-            return self.finding(entry.file, entry.span, say + f": remove {name} by hand" +
+            return self._f(entry.file, entry.span, head + ": remove it by hand" +
                                 (f" and add {token}" if token else ""))
         edits = list(entry.removal) + [l.append_edit(token) for l in need]
         what = f"replace it with {token}" if need else (f"{flag} is already set: remove it" if token else
                                                          "its value is false: remove it")
-        return self.finding(entry.file, entry.span, say + f"; {what}", Fix(edits, f"replace {name} with {flag}"),
+        return self._f(entry.file, entry.span, head + f": {what}", Fix(edits, f"replace {name} with {flag}"),
                             launches=entry.launches, min_release=self.target)
 
     def _rename(self, entry, head, new, serves):
-        say = head + f"; it was renamed {new}"
+        say = head + f": renamed {new}"
         if not serves:
-            return self.finding(entry.file, entry.span, say + _nowhere(entry))
+            return self._f(entry.file, entry.span, say + _nowhere(entry))
         if any(l.env_value(new) is not None or any(e.name == new for e in l.env) for l in serves):
             if entry.removal is None:
-                return self.finding(entry.file, entry.span, say + f" and {new} is set: remove it by hand")
-            return self.finding(entry.file, entry.span, say + f" and {new} is set: remove it",
+                return self._f(entry.file, entry.span, say + f" and {new} is set: remove it by hand")
+            return self._f(entry.file, entry.span, say + f" and {new} is set: remove it",
                                 Fix(list(entry.removal), f"remove {entry.name}"), launches=entry.launches,
                                 min_release=self.target)
         text = entry.file.text[entry.span[0]:entry.span[1]]
         at = text.find(entry.name)
         if at < 0:
-            return self.finding(entry.file, entry.span, say)
+            return self._f(entry.file, entry.span, say)
         start = entry.span[0] + at
-        return self.finding(entry.file, entry.span, say + f": write {new}",
+        return self._f(entry.file, entry.span, say + ", write it",
                             Fix([Edit(entry.file, start, start + len(entry.name), new)], f"rename to {new}"),
                             launches=entry.launches, min_release=self.target)
 
 
 def _nowhere(entry) -> str:
-    return "" if entry.launches else " (it reaches no vLLM launch vllmlint can see)"
+    return "" if entry.launches else " (it reaches no vLLM launch vllmlint sees)"
 
 
 def _trim(text: str) -> str:

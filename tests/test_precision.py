@@ -90,7 +90,7 @@ def test_unknown_release_is_a_usage_error(tmp_path, args):
 
 def test_latest_is_the_newest_catalogued(tmp_path):
     (tmp_path / "serve.sh").write_text("vllm serve m --disable-log-requests\n")
-    result = CliRunner().invoke(main, ["check", "--target-version", "latest", str(tmp_path)])
+    result = CliRunner().invoke(main, ["check", "--show-details", "--target-version", "latest", str(tmp_path)])
     assert result.exit_code == 1 and "vLLM 0.33.0 refuses to start" in result.stdout
 
 

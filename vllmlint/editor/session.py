@@ -114,7 +114,8 @@ def candidates_for(root: Path | None, overrides: dict[Path, str], settings: Sett
             found.pop(path, None)
         else:
             display = _relative(path, root) if root is not None else str(path)
-            found[path] = Candidate(path, found[path].display if path in found else display, kind)
+            found[path] = Candidate(path, found[path].display if path in found else display, kind,
+                                    unsaved=not path.exists())
     if root is None:
         found = {p: c for p, c in found.items() if p in overrides}
     return sorted((c for c in found.values() if not (settings.exclude and settings.excluded(c.display, c.path))),

@@ -29,6 +29,7 @@ class Candidate:
     display: str      # as reported: the argument joined with the relative path
     kind: str         # dockerfile | yaml | shell | make | just | python | requirements
     explicit: bool = False   # named on the command line (not found by walking a folder)
+    unsaved: bool = False    # an editor buffer with no file on disk yet: read from the buffer alone
 
 
 def classify(path: Path, head: bytes) -> str | None:

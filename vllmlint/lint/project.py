@@ -148,8 +148,8 @@ def _read(cand: Candidate, override: str | None) -> SourceFile:
     try:
         source = read_source(cand.path, cand.display, cand.kind)
     except Unreadable:
-        if override is None or cand.path.exists():
-            raise
+        if override is None or not cand.unsaved or cand.path.exists():
+            raise           # a file deleted during a `--fix` run stays "cannot read"
         return SourceFile(path=cand.path, display=cand.display, text=override, kind=cand.kind)
     if override is not None:
         source.text = override
