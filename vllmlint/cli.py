@@ -280,7 +280,8 @@ def launches(paths, fmt):
             env = " ".join(f"{k}={'?' if v is None else v}" for k, v in row["env"].items())
             release = f"  [runs {row['release']}: {row['release_from']}]" if row["release"] else ""
             click.echo(f"{row['path']}:{row['line']}: {row['kind']} ({row['context']}): "
-                       f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release)
+                       f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release
+                       + f"  [{row['via']}]")
     for line in list(missing) + [str(p) for p in project.problems]:
         click.echo(line, err=True)
     sys.exit(2 if missing or project.problems else 0)

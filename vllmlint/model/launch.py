@@ -202,6 +202,7 @@ class Launch:
     gpu_count: int | None = None       # GPUs it asks for (k8s nvidia.com/gpu, compose count)
     release: tuple[int, int, int] | None = None   # the vLLM release it runs today (lint.releases)
     release_from: str = ""                        # what says so: "image vllm/vllm-openai:v0.29.0"
+    via: str = ""              # how it was recognised, when not plain (`via docker run, image $IMAGE = ...`)
 
     @property
     def port(self) -> int | None:

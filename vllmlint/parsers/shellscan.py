@@ -10,14 +10,45 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .detect import detect, docker_run_image, serve_kind
+from .detect import ContainerRun, container_run, detect, is_vllm_image, serve_kind, strip_transport
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run
-from .shell_lex import ArrayAssign, SimpleCommand, Word, commands
+from .shell_lex import ArrayAssign, SimpleCommand, Word, commands, exclusive
 
 SHELLS = {"sh", "bash", "zsh", "dash", "ash", "ksh"}
 ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)$", re.S)
 ARRAY_REF_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}$")
 RUNTIME_ARGS = {"$@", "$*", "${@}", "${*}"}
+VAR_REF_RE = re.compile(r"^\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?::?-(.*))?\})$", re.S)
+WHICH_RE = re.compile(r"^\$\((?:which|command\s+-v|type\s+-p)\s+([\w./-]+)\s*\)$")
+# programs whose words may hold a variable that expands to the launch's program or flags
+# (`exec $CMD`, `docker run $IMAGE $ARGS`, `vllm serve $M $EXTRA`); `echo $CMD` is no launch
+EXPANDING_HEADS = {"exec", "nohup", "setsid", "sudo", "env", "time", "timeout", "srun", "mpirun", "mpiexec",
+                   "numactl", "taskset", "nice", "ionice", "stdbuf", "chrt", "conda", "mamba", "micromamba",
+                   "uv", "uvx", "pixi", "poetry", "docker", "podman", "nerdctl", "apptainer", "singularity",
+                   "vllm", "torchrun", "ray", "xargs"}
+
+
+@dataclass
+class VarValue:
+    """One value a shell variable may hold: its text and the file offset of each character.
+    `branch` is the if/case arm it was assigned in (values of exclusive arms are alternatives);
+    `line` the line of the assignment; `append_at` the file offset just before the closing quote
+    of the assignment that started it (where one more word can be written), if quoted."""
+
+    value: str
+    offsets: list[int]
+    branch: tuple
+    line: int
+    append_at: int | None = None
+    appended: bool = False
+
+
+def var_ref(value: str) -> tuple[str, str | None] | None:
+    """`$X`, `${X}`, `${X:-default}` -> (X, default or None)."""
+    m = VAR_REF_RE.match(value)
+    if not m:
+        return None
+    return (m.group(1) or m.group(2)), m.group(3)
 
 
 class Shift:
@@ -50,9 +81,13 @@ def basename(word: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
+PYTHON_HEAD_RE = re.compile(r"^python[\d.]*$")
+
+
 class _Scanner:
     def __init__(self, file: SourceFile, text: str, omap, context: str, group: str,
-                 inherited_env: list[EnvEntry], image: str | None, in_eval: bool, depth: int):
+                 inherited_env: list[EnvEntry], image: str | None, in_eval: bool, depth: int,
+                 variables: dict[str, list[VarValue]] | None = None, via: str = ""):
         self.file, self.text, self.omap = file, text, omap
         self.context, self.group, self.image = context, group, image
         self.inherited = list(inherited_env)
@@ -60,17 +95,33 @@ class _Scanner:
         self.exported: list[EnvEntry] = []
         self.assigned: dict[str, tuple[Word, SimpleCommand]] = {}
         self.arrays: dict[str, list[Word]] = {}
+        self.vars: dict[str, list[VarValue]] = {k: list(v) for k, v in (variables or {}).items()}
+        self.via = via
+        for entry in inherited_env:     # env a wrapper gives the script (GitHub Actions `env:`)
+            if entry.value is not None and entry.name not in self.vars:
+                self.vars[entry.name] = [VarValue(entry.value, [], (), file.line_col(entry.span[0])[0])]
         self.out = ShellScan()
 
     # -- spans ---------------------------------------------------------
     def fstart(self, word) -> int:
+        if word.start < 0:
+            return word.offsets[0] if word.offsets else 0
         return self.omap[word.start]
 
     def fend(self, word) -> int:
+        if word.start < 0:
+            return word.offsets[-1] + 1 if word.offsets else 0
         return self.omap[word.end - 1] + 1
 
     def arg(self, word: Word) -> Arg:
         omap = self.omap
+        if word.start < 0:          # a word of a variable's value: offsets are file offsets
+            if not word.offsets:
+                return Arg(word.value, None, None, True, word.splits)
+            span = (word.offsets[0], word.offsets[-1] + 1)
+            literal = span[1] - span[0] == len(word.value)
+            return Arg(word.value, self.file, span, word.dynamic or not literal, word.splits,
+                       locate=lambda: list(word.offsets))
         return Arg(word.value, self.file, (self.fstart(word), self.fend(word)), word.dynamic, word.splits,
                    locate=lambda: [omap[i] for i in word.offsets])
 
@@ -117,9 +168,102 @@ class _Scanner:
                 for word in cmd.assignments:
                     name = word.value.split("=", 1)[0].rstrip("+")
                     self.assigned[name] = (word, cmd)
+                    self._assign(word, cmd.branch)
                 continue
             self._command(cmd)
         return self.out
+
+    # -- variables ----------------------------------------------------------
+    def _assign(self, word: Word, branch: tuple) -> None:
+        """Record `NAME=value` / `NAME+=value` / `NAME="$NAME more"`: appends extend every value
+        the variable may hold; a plain assignment replaces them, except values assigned in an
+        exclusive arm (`if ...; X=a; else X=b; fi`), which stay alternatives."""
+        m = ASSIGN_RE.match(word.value)
+        if not m:
+            return
+        name, value = m.group(1), m.group(2)
+        append = word.value[len(name)] == "+"
+        k = len(word.value) - len(value)
+        offs = [self.omap[i] for i in word.offsets[k:]]
+        ref = re.match(r"\$(?:\{%s\}|%s(?!\w))" % (name, name), value)
+        if ref:
+            append, value, offs = True, value[ref.end():], offs[ref.end():]
+        line = self.file.line_col(self.fstart(word))[0]
+        text = self.file.text
+        close = self.fend(word)
+        append_at = close - 1 if close - 1 < len(text) and text[close - 1] in "\"'" and word.value != text[self.fstart(word):close] \
+            else None
+        current = self.vars.get(name, [])
+        if append and current:
+            for alt in current:
+                if not exclusive(alt.branch, branch):
+                    alt.value += value
+                    alt.offsets = alt.offsets + offs
+                    alt.appended = True
+            return
+        keep = [alt for alt in current if exclusive(alt.branch, branch)]
+        self.vars[name] = keep + [VarValue(value, offs, branch, line, append_at)]
+
+    def _values(self, name: str) -> list[VarValue]:
+        return self.vars.get(name, [])
+
+    def resolve(self, value: str, depth: int = 0) -> str:
+        """What a word most likely holds, for recognising a program or an image: known
+        variables substituted (their first value), `${X:-default}` as its default when X is
+        unknown, `$(which vllm)` as `vllm`. Unknown variables stay as written."""
+        if "$" not in value or depth > 4:
+            return value
+        which = WHICH_RE.match(value)
+        if which:
+            return which.group(1)
+
+        def sub(m: re.Match) -> str:
+            name, default = m.group(1) or m.group(2), m.group(3)
+            for alt in self._values(name):
+                own = var_ref(alt.value)
+                if own and own[0] == name:          # `X="${X:-default}"`: the default, unless set outside
+                    if own[1] is not None:
+                        return self.resolve(own[1], depth + 1)
+                    continue
+                return self.resolve(alt.value, depth + 1)
+            if default is not None:
+                return self.resolve(default, depth + 1)
+            return m.group(0)
+
+        return re.sub(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?::?-((?:[^{}]|\{[^{}]*\})*))?\})", sub, value)
+
+    def _split_value(self, alt: VarValue) -> list[Word]:
+        """An unquoted `$X` word-splits its value (no quote removal): words with file offsets."""
+        out = []
+        for m in re.finditer(r"\S+", alt.value):
+            offs = tuple(alt.offsets[m.start():m.end()]) if alt.offsets else ()
+            dyn = "$" in m.group() or "`" in m.group()
+            out.append(Word(m.group(), -1, -1, offs, dyn, dyn))
+        return out
+
+    def _expand_vars(self, words: list[Word]) -> tuple[list[Word], list[str]]:
+        """Unquoted `$X` words in command position, or among the words of a program that runs
+        its arguments (`exec`, `docker run`, `vllm serve`): replaced by the words of every value
+        X may hold. Returns the words and a note per expansion (for `via`)."""
+        if not words:
+            return words, []
+        head = basename(self.resolve(words[0].value))
+        out: list[Word] = []
+        notes: list[str] = []
+        for i, w in enumerate(words):
+            ref = var_ref(w.value) if w.splits else None
+            alts = self._values(ref[0]) if ref else []
+            if alts and (i == 0 or head in EXPANDING_HEADS or PYTHON_HEAD_RE.match(head)):
+                # only values that split into several words: `$MODEL` stays a word of its own
+                if all(a.offsets or not a.value for a in alts) and \
+                        (i == 0 or any(len(a.value.split()) > 1 for a in alts)):
+                    for alt in alts:
+                        out.extend(self._split_value(alt))
+                    lines = ", ".join(str(a.line) for a in alts)
+                    notes.append(f"${ref[0]} assigned at line {lines}")
+                    continue
+            out.append(w)
+        return out, notes
 
     def _record_array(self, array: ArrayAssign) -> None:
         elems = list(array.elements)
@@ -131,7 +275,13 @@ class _Scanner:
     def _command(self, cmd: SimpleCommand) -> None:
         words = cmd.words
         head = words[0].value
-        if head in ("export", "declare", "typeset") or (head == "readonly"):
+        if head == "local":
+            for w in words[1:]:
+                self._assign(w, cmd.branch)
+            return
+        if head in ("export", "declare", "typeset", "readonly"):
+            for w in words[1:]:
+                self._assign(w, cmd.branch)
             self._export(cmd)
             return
         prefix = [self.entry(w, "shell VAR=value prefix", self.remove_word(cmd.assignments + words, i))
@@ -141,23 +291,32 @@ class _Scanner:
         if head == "eval" and self.depth < 4:
             script_words = words[1:]
             if len(script_words) == 1:
-                self._nested(script_words[0], env_now, in_eval=True)
+                ref = var_ref(script_words[0].value)
+                if ref and self._values(ref[0]):
+                    self._eval_var(ref[0], script_words[0], env_now)
+                else:
+                    self._nested(script_words[0], env_now, in_eval=True)
             return
-        values = [w.value for w in words]
-        if basename(head) in SHELLS or (head in ("exec", "nohup") and len(words) > 1
-                                         and basename(words[1].value) in SHELLS):
+        rhead = basename(self.resolve(head))
+        if rhead in SHELLS or (head in ("exec", "nohup") and len(words) > 1
+                               and basename(words[1].value) in SHELLS):
             script = _shell_c_script(words)
             if script is not None and self.depth < 4:
                 self._nested(script, env_now, in_eval=self.in_eval)
                 return
         expanded = self._expand_arrays(words)
+        expanded, notes = self._expand_vars(expanded)
         values = [w.value for w in expanded]
-        det = detect(values)
-        image_at = None if det else docker_run_image(values)
-        if det is None and image_at is None:
+        rvalues = [self.resolve(v) if "$" in v else v for v in values]
+        run = container_run(rvalues)
+        if run is not None:
+            self._container_run(words, expanded, rvalues, run, prefix, env_now, notes)
+            return
+        det = detect(rvalues)
+        if det is None:
             return
         # `env A=1 vllm ...`: assignments between `env` and the program are env too
-        start = det.start if det else 0
+        start = det.start
         for i in range(start):
             if values[i] == "env":
                 for j in range(i + 1, start):
@@ -166,25 +325,112 @@ class _Scanner:
                         entry = self.entry(expanded[j], "shell env VAR=value", self.remove_word(words, k))
                         prefix.append(entry)
                         self.out.env.append(entry)
-        if det:
-            opt = det.options_start
-            argv = [self.arg(w) for w in expanded[det.start:]]
-            options_start, kind, program, image = opt - det.start, det.kind, det.program, self.image
-            head_word = expanded[det.start]
-        else:
-            # `docker run ... vllm/vllm-openai:TAG args`: the image's entrypoint is `vllm serve`
-            assert image_at is not None
-            opt = image_at + 1
-            argv = [Arg("vllm"), Arg("serve")] + [self.arg(w) for w in expanded[opt:]]
-            options_start, kind = 2, serve_kind(values[opt:])
-            program, image, head_word = "docker run", values[image_at], expanded[image_at]
-            prefix.extend(self._docker_env(expanded[:image_at]))
-        launch = Launch(kind=kind, file=self.file, span=(self.fstart(head_word), self.fend(head_word)),
-                        argv=argv, options_start=options_start, context=self.context, group=self.group,
-                        env=self.inherited + self.exported + prefix, image=image, program=program)
+        opt = det.options_start
+        argv = [self.arg(w) for w in expanded[det.start:]]
+        head_word = expanded[det.start]
+        via = self.via
+        ref = var_ref(head_word.value)
+        if ref and rvalues[det.start] != values[det.start]:
+            alts = self._values(ref[0])
+            line = f" (line {alts[0].line})" if alts else ""
+            via = f"via {det.program}, program {head_word.value} = {rvalues[det.start]}{line}"
+        if notes:
+            via = (via or f"via {det.program}") + "; " + "; ".join(notes)
+        launch = Launch(kind=det.kind, file=self.file, span=(self.fstart(head_word), self.fend(head_word)),
+                        argv=argv, options_start=opt - det.start, context=self.context, group=self.group,
+                        env=self.inherited + self.exported + prefix, image=self.image, program=det.program)
+        launch.via = via
         launch.append_site = AppendSite(self.file, self.fend(words[-1]), " {}")
         launch.not_editable = self._why_not_editable(expanded[opt:])
         self.out.launches.append(launch)
+
+    def _container_run(self, words: list[Word], expanded: list[Word], rvalues: list[str], run: ContainerRun,
+                       prefix: list[EnvEntry], env_now: list[EnvEntry], notes: list[str]) -> None:
+        """`docker|podman run [--entrypoint E] IMAGE ARGS`, `apptainer exec|run IMAGE ARGS`: the
+        program is E + ARGS, or ARGS when they name one, else the image's own entrypoint (a vLLM
+        image's is `vllm serve`) given ARGS."""
+        image_word = expanded[run.image]
+        raw_image = image_word.value
+        image = strip_transport(rvalues[run.image])
+        ref = var_ref(raw_image)
+        image_line = ""
+        if ref and self._values(ref[0]):
+            image_line = f" (line {self._values(ref[0])[0].line})"
+        vllm_image = is_vllm_image(image) or bool(
+            ref and "$" in image and re.search(r"vllm", ref[0], re.I) and re.search(r"image|img", ref[0], re.I))
+        shown = raw_image if raw_image == image else f"{raw_image} = {image}{image_line}"
+        via = f"via {run.runner}, image {shown}"
+        args = expanded[run.image + 1:]
+        rargs = rvalues[run.image + 1:]
+        env = self.inherited + self.exported + prefix
+        if not run.runner.startswith(("apptainer", "singularity")):
+            env = env + self._docker_env(expanded[:run.image])
+        image_value = image if "$" not in image else raw_image
+        if run.entrypoint is not None:
+            ep_word = expanded[run.entrypoint]
+            ep_value = rvalues[run.entrypoint]
+            if ep_word.value.startswith("--entrypoint="):
+                ep_value = ep_value.split("=", 1)[1]
+            prog_words, prog_values = [ep_word] + args, [ep_value] + rargs
+            via += f", --entrypoint {ep_value}"
+        else:
+            prog_words, prog_values = args, rargs
+        if notes:
+            via += "; " + "; ".join(notes)
+        if prog_values and basename(prog_values[0]) in SHELLS and self.depth < 4:
+            script = _shell_c_script(prog_words)
+            if script is not None:
+                self._nested(script, env, in_eval=self.in_eval, image=image_value, via=via)
+                return
+        det = detect(prog_values)
+        if det is not None and (det.start == 0 or run.entrypoint is None):
+            start = det.start
+            argv = [self.arg(w) for w in prog_words[start:]]
+            if run.entrypoint is not None and expanded[run.entrypoint].value.startswith("--entrypoint="):
+                argv[0] = Arg(prog_values[0])
+            opt = det.options_start
+            launch = Launch(kind=det.kind, file=self.file,
+                            span=(self.fstart(prog_words[start]), self.fend(prog_words[start])),
+                            argv=argv, options_start=opt - start, context=self.context, group=self.group,
+                            env=env, image=image_value, program=det.program)
+            option_words = prog_words[opt:]
+        elif run.entrypoint is None and not run.runs_command and vllm_image:
+            argv = [Arg("vllm"), Arg("serve")] + [self.arg(w) for w in args]
+            launch = Launch(kind=serve_kind(rargs), file=self.file,
+                            span=(self.fstart(image_word), self.fend(image_word)), argv=argv, options_start=2,
+                            context=self.context, group=self.group, env=env, image=image_value,
+                            program=run.runner)
+            via += " (its entrypoint: vllm serve)"
+            option_words = args
+        else:
+            return
+        launch.via = via
+        launch.append_site = AppendSite(self.file, self.fend(words[-1]), " {}")
+        launch.not_editable = self._why_not_editable(option_words)
+        self.out.launches.append(launch)
+
+    def _eval_var(self, name: str, word: Word, env_now: list[EnvEntry]) -> None:
+        """`eval "$CMD"` where CMD was assembled earlier (`CMD="vllm serve $M"`, `CMD+=" --x"`
+        in ifs): one launch with every flag of every value CMD may hold; literal tokens keep
+        their place in the file, so they can be edited; one more flag goes after `eval "$CMD"`."""
+        found: list[Launch] = []
+        for alt in self._values(name):
+            if not alt.value or not alt.offsets:
+                continue
+            inner = _Scanner(self.file, alt.value, alt.offsets, self.context, self.group, env_now, self.image,
+                             False, self.depth + 1, self.vars,
+                             via=f"via eval ${name}, {name} assigned at line {alt.line}")
+            result = inner.run()
+            found.extend(result.launches)
+            self.out.env.extend(result.env)
+        if not found:
+            return
+        first = found[0]
+        for other in found[1:]:      # exclusive arms: one engine, every flag any arm gives it
+            first.argv.extend(other.argv[other.options_start:])
+            first.via += f" (+ line {other.line})"
+        first.append_site = AppendSite(self.file, self.fend(word), " {}")
+        self.out.launches.append(first)
 
     def _docker_env(self, words: list[Word]) -> list[EnvEntry]:
         """`docker run -e NAME=value` / `--env NAME=value` / `--env=NAME=value`."""
@@ -246,11 +492,14 @@ class _Scanner:
             self.exported.append(entry)
             self.out.env.append(entry)
 
-    def _nested(self, script: Word, env_now: list[EnvEntry], in_eval: bool) -> None:
+    def _nested(self, script: Word, env_now: list[EnvEntry], in_eval: bool, image: str | None = None,
+                via: str = "") -> None:
         if len(script.offsets) != len(script.value):
             return
-        inner = _Scanner(self.file, script.value, Compose(script.offsets, self.omap), self.context,
-                         self.group, env_now, self.image, in_eval, self.depth + 1)
+        omap = list(script.offsets) if script.start < 0 else Compose(script.offsets, self.omap)
+        inner = _Scanner(self.file, script.value, omap, self.context,
+                         self.group, env_now, image or self.image, in_eval, self.depth + 1, self.vars,
+                         via=via or self.via)
         result = inner.run()
         self.out.launches.extend(result.launches)
         self.out.env.extend(result.env)
