@@ -51,17 +51,11 @@ ALSO_LAUNCHES = [
 KNOWN_MISSES = {
     "littlemex__disaggregated-inference-with-nixl-over-aws-efa/experiments__templates__disaggregated-producer.json.jinja2":
         "Jinja template of a Kubernetes manifest not read",
-    "opendatahub-io__llama-stack-distribution/.github__actions__setup-vllm__action.yml":
-        "docker run $VLLM_IMAGE $VLLM_ARGS: image from the caller's env, flags from a variable; not read yet",
     "jirapatsi__modeltainer/scripts__modeltainer.sh":
         "the launch is in an apptainer definition / Dockerfile written by a heredoc; heredoc bodies are not read",
     "FeiGSSS__vllm-pdaf/benchmarks__pap__scripts__run_pd_multiturn_topology.sh":
         "both `\"${VLLM_BIN}\" serve` commands are found (program in a variable); they run in for-loops whose "
         "bounds come from a regex on `${PD_LOAD_TOPOLOGY:-3p1d}` (3 prefill + 1 decode): loop counts are not evaluated",
-    "aatchison__deploy-vllm-k8s/Dockerfile":
-        "false launch: FROM vllm/vllm-openai with no CMD is read as the image's entrypoint; the manifest counts none",
-    "dstackai__dstack-examples/deployment__vllm__dev-docker.dstack.yml":
-        "false launch: a dstack dev-environment on the vLLM image is read as its entrypoint; the manifest counts none",
 }
 
 

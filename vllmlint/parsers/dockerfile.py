@@ -233,6 +233,10 @@ def _shell_c(pf: ParsedFile, file: SourceFile, argv: list[Arg], context: str, gr
     return False
 
 
+def _configures_engine(stage: _Stage) -> bool:
+    return any(entry.name.startswith("VLLM_") for entry in stage.env)
+
+
 def _stage_launch(pf: ParsedFile, file: SourceFile, stage: _Stage, n: int) -> None:
     context, group = f"stage {stage.name or n + 1} (FROM {stage.image})", f"{file.display}#stage{n}"
     ep, cmd = stage.entrypoint, stage.cmd
@@ -259,7 +263,10 @@ def _stage_launch(pf: ParsedFile, file: SourceFile, stage: _Stage, n: int) -> No
         pf.launches.append(Launch(det.kind, file, argv[det.start].span or anchor, argv[det.start:],
                                   det.options_start - det.start, context, group, list(stage.env),
                                   site, None, stage.image, program=det.program))
-    elif ep is None and is_vllm_image(stage.image):
+    elif ep is None and is_vllm_image(stage.image) and (cmd is not None or _configures_engine(stage)):
+        # A stage with neither CMD nor ENTRYPOINT only builds an image: whatever runs it (a pod
+        # spec, compose) gives the arguments, and that is the launch. It is one here only when
+        # the stage sets vLLM's own environment, which configures the engine the image runs.
         launch = Launch(serve_kind([a.value for a in argv]), file, anchor, [Arg("vllm"), Arg("serve")] + argv,
                         2, context, group, list(stage.env), site, None, stage.image, program="image entrypoint")
         if site is None:

@@ -355,10 +355,13 @@ class _Scanner:
         ref = var_ref(raw_image)
         image_line = ""
         if ref and self._values(ref[0]):
-            image_line = f" (line {self._values(ref[0])[0].line})"
+            line = self._values(ref[0])[0].line
+            image_line = f" (line {line})" if line else " (env)"
         vllm_image = is_vllm_image(image) or bool(
             ref and "$" in image and re.search(r"vllm", ref[0], re.I) and re.search(r"image|img", ref[0], re.I))
         shown = raw_image if raw_image == image else f"{raw_image} = {image}{image_line}"
+        if "$" in image and vllm_image:
+            shown = f"{raw_image} (set outside this file; its name says vLLM)"
         via = f"via {run.runner}, image {shown}"
         args = expanded[run.image + 1:]
         rargs = rvalues[run.image + 1:]
@@ -520,9 +523,12 @@ def _shell_c_script(words: list[Word]) -> Word | None:
 
 def scan_shell(file: SourceFile, text: str, omap=None, *, context: str = "script", group: str = "",
                inherited_env: list[EnvEntry] | None = None, image: str | None = None,
-               in_eval: bool = False) -> ShellScan:
+               in_eval: bool = False, variables: dict[str, str] | None = None) -> ShellScan:
+    """`variables`: values the script's environment gives it (a CI step's `env:`), read only to
+    recognise a program or an image held in a variable."""
+    known = {name: [VarValue(value, [], (), 0)] for name, value in (variables or {}).items()}
     scanner = _Scanner(file, text, omap if omap is not None else Shift(0), context,
-                       group or file.display, inherited_env or [], image, in_eval, 0)
+                       group or file.display, inherited_env or [], image, in_eval, 0, known)
     return scanner.run()
 
 

@@ -24,6 +24,9 @@ NO_CONTAINERS_BELOW = frozenset({"env", "envFrom", "volumeMounts", "volumes", "p
                                  "securityContext", "data", "stringData", "status"})
 ARGS_KEY_RE = re.compile(r"(?i)(?:^|_|[a-z])(?:args|cmd_template)$")
 LAUNCH_HINT_RE = re.compile(r"vllm\s+(?:serve|launch)\b|vllm\.entrypoints|disagg_proxy|toy_proxy_server")
+# a loose script that may start vLLM without saying `vllm serve`: a container runner, eval
+SCRIPT_HINT_RE = re.compile(r"\b(?:docker|podman|nerdctl)\s+(?:container\s+)?run\b|\b(?:apptainer|singularity)\s+"
+                            r"(?:exec|run|instance)\b|\beval\b")
 
 
 def _blank(text: str) -> str:
@@ -350,6 +353,11 @@ class YamlParser:
         if kind == "Service":
             self._service(doc, meta_name)
             return
+        if not kind and scalar(get(doc, "type")) == "dev-environment":
+            # dstack dev-environment: the image runs an IDE, not its entrypoint; only its
+            # `init:` commands can start something
+            self._loose_scripts(doc, f"dev-environment {meta_name or scalar(get(doc, 'name')) or ''}".strip())
+            return
         labelled = "labels" in self.masked[doc.start_mark.index:doc.end_mark.index]
         self._where = {"hostnames": [meta_name] if meta_name else [], "labels": _all_labels(doc) if labelled else {}}
         owner = f"{kind}/{meta_name}" if kind else (meta_name or f"document {index + 1}")
@@ -373,22 +381,43 @@ class YamlParser:
         self._loose_scripts(doc, owner)
 
     def _loose_scripts(self, doc: yaml.Node, owner: str) -> None:
-        """Shell code outside any container (dstack `commands`, SkyPilot `run`, benchmark
-        scenarios, truss `start_command`): scan every scalar that starts vLLM."""
-        if not LAUNCH_HINT_RE.search(self.masked, doc.start_mark.index, doc.end_mark.index):
+        """Shell code outside any container (dstack `commands`, SkyPilot `run`, GitHub Actions and
+        GitLab CI steps, benchmark scenarios, truss `start_command`): scan every scalar that may
+        start vLLM. `env:` maps around a step (workflow, job, step) give the script its variables
+        (`docker run $VLLM_IMAGE`)."""
+        span = (doc.start_mark.index, doc.end_mark.index)
+        if not (LAUNCH_HINT_RE.search(self.masked, *span) or SCRIPT_HINT_RE.search(self.masked, *span)):
             return          # the cheap test first: most documents have no loose script
-        for node in iter_nodes(doc):
-            if (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
-                    and LAUNCH_HINT_RE.search(node.value)):
-                offs = self.offsets(node)
-                if offs is None:
-                    continue
-                line = node.start_mark.line + 1
-                self._anchor = (node.start_mark.index, node.start_mark.index)
-                scan = scan_shell(self.source, node.value, offs, context=f"script at line {line} ({owner})",
-                                  group=f"{self.source.display}:{line}")
-                self._add(scan.launches, [])
-                self.pf.env.extend(scan.env)
+        stack: list[tuple[yaml.Node, dict[str, str]]] = [(doc, {})]
+        seen: set[int] = set()
+        while stack:
+            node, variables = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.MappingNode):
+                env = get(node, "env") or get(node, "variables")
+                if isinstance(env, yaml.MappingNode):
+                    variables = dict(variables)
+                    variables.update({k.value: v.value for k, v in env.value
+                                      if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)})
+                stack.extend((v, variables) for _, v in reversed(node.value))
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend((v, variables) for v in reversed(node.value))
+            elif (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
+                  and (LAUNCH_HINT_RE.search(node.value) or SCRIPT_HINT_RE.search(node.value))):
+                self._loose_script(node, owner, variables)
+
+    def _loose_script(self, node: yaml.ScalarNode, owner: str, variables: dict[str, str]) -> None:
+        offs = self.offsets(node)
+        if offs is None:
+            return
+        line = node.start_mark.line + 1
+        self._anchor = (node.start_mark.index, node.start_mark.index)
+        scan = scan_shell(self.source, node.value, offs, context=f"script at line {line} ({owner})",
+                          group=f"{self.source.display}:{line}", variables=variables)
+        self._add(scan.launches, [])
+        self.pf.env.extend(scan.env)
 
     @staticmethod
     def _is_container(node: yaml.MappingNode, parent_key: str | None = None) -> bool:
