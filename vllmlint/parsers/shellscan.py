@@ -255,7 +255,7 @@ class _Scanner:
             alts = self._values(ref[0]) if ref else []
             if alts and (i == 0 or head in EXPANDING_HEADS or PYTHON_HEAD_RE.match(head)):
                 # only values that split into several words: `$MODEL` stays a word of its own
-                if all(a.offsets or not a.value for a in alts) and \
+                if all((a.offsets or not a.value) and "$(" not in a.value and "`" not in a.value for a in alts) and \
                         (i == 0 or any(len(a.value.split()) > 1 for a in alts)):
                     for alt in alts:
                         out.extend(self._split_value(alt))
@@ -357,11 +357,14 @@ class _Scanner:
         if ref and self._values(ref[0]):
             line = self._values(ref[0])[0].line
             image_line = f" (line {line})" if line else " (env)"
-        vllm_image = is_vllm_image(image) or bool(
+        # `"${REG}/vllm-openai:${TAG}"`: unknown parts do not hide what the image is
+        placeholder = re.sub(r"\$(?:\{[^{}]*\}|[A-Za-z_]\w*)", "x", image)
+        vllm_image = is_vllm_image(placeholder) or bool(
             ref and "$" in image and re.search(r"vllm", ref[0], re.I) and re.search(r"image|img", ref[0], re.I))
         shown = raw_image if raw_image == image else f"{raw_image} = {image}{image_line}"
         if "$" in image and vllm_image:
-            shown = f"{raw_image} (set outside this file; its name says vLLM)"
+            shown = f"{raw_image} (set outside this file; its name says vLLM)" if ref and not is_vllm_image(placeholder) \
+                else f"{raw_image} (a vLLM image whatever its variables hold)"
         via = f"via {run.runner}, image {shown}"
         args = expanded[run.image + 1:]
         rargs = rvalues[run.image + 1:]
