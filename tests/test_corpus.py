@@ -52,7 +52,8 @@ KNOWN_MISSES = {
     "littlemex__disaggregated-inference-with-nixl-over-aws-efa/experiments__templates__disaggregated-producer.json.jinja2":
         "Jinja template of a Kubernetes manifest not read",
     "jirapatsi__modeltainer/scripts__modeltainer.sh":
-        "the launch is in an apptainer definition / Dockerfile written by a heredoc; heredoc bodies are not read",
+        "both heredocs are read (an Apptainer definition's %startscript, a Dockerfile's CMD): 2 launches with the same "
+        "argv in exclusive case arms (apptainer vs docker); the manifest counts the one engine once",
     "FeiGSSS__vllm-pdaf/benchmarks__pap__scripts__run_pd_multiturn_topology.sh":
         "both `\"${VLLM_BIN}\" serve` commands are found (program in a variable); they run in for-loops whose "
         "bounds come from a regex on `${PD_LOAD_TOPOLOGY:-3p1d}` (3 prefill + 1 decode): loop counts are not evaluated",

@@ -29,6 +29,9 @@ class Instruction:
         return self.omap[i], self.omap[j - 1] + 1
 
 
+HEREDOC_RE = re.compile(r"<<(-?)\s*([\"']?)([A-Za-z_][\w]*)\2")
+
+
 def instructions(text: str) -> list[Instruction]:
     escape = "\\"
     out: list[Instruction] = []
@@ -74,6 +77,15 @@ def instructions(text: str) -> list[Instruction]:
             col = 0
             if not continued:
                 break
+        if keyword in ("RUN", "COPY", "ADD"):
+            # BuildKit here-documents (`RUN python3 - <<'PY'`): their bodies are not instructions
+            for hd in HEREDOC_RE.finditer("".join(args_chars)):
+                delim, strip = hd.group(3), bool(hd.group(1))
+                while j < len(lines):
+                    body_line = lines[j].rstrip("\r\n")
+                    j += 1
+                    if (body_line.lstrip("\t") if strip else body_line) == delim:
+                        break
         end = offsets[j - 1] + len(lines[j - 1]) if j - 1 < len(lines) else len(text)
         out.append(Instruction(keyword, base + lead, end, "".join(args_chars), omap))
         i = j

@@ -275,6 +275,8 @@ class _Scanner:
     def _command(self, cmd: SimpleCommand) -> None:
         words = cmd.words
         head = words[0].value
+        if cmd.redirects:
+            self._heredocs(cmd)
         if head == "local":
             for w in words[1:]:
                 self._assign(w, cmd.branch)
@@ -414,6 +416,35 @@ class _Scanner:
         launch.append_site = AppendSite(self.file, self.fend(words[-1]), " {}")
         launch.not_editable = self._why_not_editable(option_words)
         self.out.launches.append(launch)
+
+    def _heredocs(self, cmd: SimpleCommand) -> None:
+        """A here-document that writes YAML, a Dockerfile or an Apptainer definition: read it
+        as that kind, in place (see parsers/heredoc.py)."""
+        from .heredoc import body_kind, read_body
+
+        targets = [r.target.value for r in cmd.redirects if r.op in (">", ">>", ">|") and r.target]
+        values = [self.resolve(w.value) for w in cmd.words]
+        for redirect in cmd.redirects:
+            doc = redirect.heredoc
+            if doc is None or doc.body_end <= doc.body_start:
+                continue
+            fs, fe = self.omap[doc.body_start], self.omap[doc.body_end - 1] + 1
+            if fe - fs != doc.body_end - doc.body_start:
+                continue            # the body does not lie contiguous in the file
+            kind = body_kind(values[0], values, targets, self.file.text[fs:fe])
+            if kind is None:
+                continue
+            parsed = read_body(self.file, kind, fs, fe, expands=not doc.quoted)
+            if parsed is None:
+                continue
+            line = self.file.line_col(self.fstart(cmd.words[0]))[0]
+            what = " ".join(values[:4]) + (f" > {targets[0]}" if targets else "")
+            for launch in parsed.launches:
+                launch.via = f"via heredoc at line {line} ({what}), read as {kind}" + \
+                    (f"; {launch.via}" if launch.via else "")
+                launch.context = f"{launch.context} in heredoc at line {line}"
+            self.out.launches.extend(parsed.launches)
+            self.out.env.extend(parsed.env)
 
     def _eval_var(self, name: str, word: Word, env_now: list[EnvEntry]) -> None:
         """`eval "$CMD"` where CMD was assembled earlier (`CMD="vllm serve $M"`, `CMD+=" --x"`
