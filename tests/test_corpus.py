@@ -49,8 +49,6 @@ ALSO_LAUNCHES = [
 
 # file -> why detection does not find its manifest count yet (issue: find every vLLM engine).
 KNOWN_MISSES = {
-    "littlemex__disaggregated-inference-with-nixl-over-aws-efa/experiments__templates__disaggregated-producer.json.jinja2":
-        "Jinja template of a Kubernetes manifest not read",
     "jirapatsi__modeltainer/scripts__modeltainer.sh":
         "both heredocs are read (an Apptainer definition's %startscript, a Dockerfile's CMD): 2 launches with the same "
         "argv in exclusive case arms (apptainer vs docker); the manifest counts the one engine once",

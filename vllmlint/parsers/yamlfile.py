@@ -6,6 +6,7 @@ token and env entry keeps its exact span.
 """
 from __future__ import annotations
 
+import bisect
 import re
 
 import yaml
@@ -27,6 +28,22 @@ LAUNCH_HINT_RE = re.compile(r"vllm\s+(?:serve|launch)\b|vllm\.entrypoints|disagg
 # a loose script that may start vLLM without saying `vllm serve`: a container runner, eval
 SCRIPT_HINT_RE = re.compile(r"\b(?:docker|podman|nerdctl)\s+(?:container\s+)?run\b|\b(?:apptainer|singularity)\s+"
                             r"(?:exec|run|instance)\b|\beval\b")
+
+
+JINJA_NAME_RE = re.compile(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", re.I)
+_JINJA_STATEMENT_RE = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.S)
+
+
+def _mask_jinja_statements(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """Jinja `{% ... %}` statements and `{# ... #}` comments become blanks (line breaks kept):
+    a Jinja template of YAML or JSON then parses as the document it renders (every branch kept)."""
+    spans = [(m.start(), m.end()) for m in _JINJA_STATEMENT_RE.finditer(text)]
+    out = list(text)
+    for a, b in spans:
+        for i in range(a, b):
+            if out[i] not in "\r\n":
+                out[i] = " "
+    return "".join(out), spans
 
 
 def _blank(text: str) -> str:
@@ -70,7 +87,12 @@ class YamlParser:
         self.templated: list[tuple[int, int]] = []
 
     def parse(self) -> ParsedFile:
-        masked, self.templated = mask_templates(self.text)
+        text = self.text
+        jinja: list[tuple[int, int]] = []
+        if JINJA_NAME_RE.search(self.source.path.name):
+            text, jinja = _mask_jinja_statements(text)
+        masked, self.templated = mask_templates(text)
+        self.templated = sorted(self.templated + jinja)
         try:
             docs = compose_all(masked)
         except YamlError as err:
@@ -82,6 +104,7 @@ class YamlParser:
             except YamlError:
                 docs, masked = self._segments(masked, err)
         self.masked = masked
+        self._template_starts = [ts for ts, _ in self.templated]
         self.consumed: set[int] = set()
         self._where: dict = {}
         for index, doc in enumerate(docs):
@@ -277,8 +300,43 @@ class YamlParser:
             launch.not_editable = "the arguments come from the image or at run time"
         self._add([launch], env_from)
 
+    def plain(self, node: yaml.Node | None) -> str | None:
+        """A scalar's value with its template actions as written (`{{ .Values.name }}`), never
+        the mask that let it parse."""
+        value = scalar(node)
+        if value is None or not self.templated or not self.is_templated(node):
+            return value
+        offs = self.offsets(node)
+        return self._restore(value, offs) if offs is not None else value
+
+    def _in_template(self, offset: int) -> bool:
+        i = bisect.bisect_right(self._template_starts, offset) - 1
+        return i >= 0 and offset < self.templated[i][1]
+
+    def _restore(self, value: str, offs) -> str:
+        if len(offs) != len(value):
+            return value
+        return "".join(self.text[o] if self._in_template(o) else ch for ch, o in zip(value, offs))
+
+    def _unmask(self, launch: Launch) -> None:
+        """Args and env of a templated file read as written: an action glued to a flag
+        (`--max-model-len={{ .Values.len }}`) stays one token, known only at run time."""
+        for arg in launch.argv:
+            if arg.file is self.source and arg.span and any(ts < arg.span[1] and arg.span[0] < te
+                                                            for ts, te in self.templated):
+                offs = arg.offsets
+                if offs is not None:
+                    arg.value = self._restore(arg.value, offs)
+                arg.dynamic = True
+        for entry in launch.env:
+            if entry.file is self.source and entry.value is not None and \
+                    any(ts < entry.span[1] and entry.span[0] < te for ts, te in self.templated):
+                entry.value = None       # known at render time only
+
     def _add(self, launches: list[Launch], env_from: list[str]) -> None:
         for launch in launches:
+            if self.templated:
+                self._unmask(launch)
             launch.env_from = list(env_from)
             launch.hostnames = list(self._where.get("hostnames", []))
             launch.labels = dict(self._where.get("labels", {}))
@@ -295,14 +353,14 @@ class YamlParser:
         for key, service in services.value:
             if not isinstance(service, yaml.MappingNode):
                 continue
-            name = scalar(key) or "?"
+            name = self.plain(key) or "?"
             self._anchor = (key.start_mark.index, key.end_mark.index)
             self._where = {"hostnames": [h for h in (name, scalar(get(service, "container_name")),
                                                      scalar(get(service, "hostname"))) if h]}
             self._where.update(_compose_gpus(service))
             env = self.env_entries(service, f"compose service {name} environment")
             entrypoint, command = get(service, "entrypoint"), get(service, "command")
-            image = scalar(get(service, "image"))
+            image = self.plain(get(service, "image"))
             context, group = f"service {name}", f"{self.source.display}#{index}:{name}"
             if entrypoint is not None:
                 if isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.ScalarNode):
@@ -346,7 +404,7 @@ class YamlParser:
     # -- kubernetes ---------------------------------------------------------------
     def _k8s(self, doc: yaml.Node, index: int) -> None:
         kind = scalar(get(doc, "kind")) or ""
-        meta_name = scalar(get(get(doc, "metadata") or doc, "name")) or ""
+        meta_name = self.plain(get(get(doc, "metadata") or doc, "name")) or ""
         if kind == "ConfigMap":
             self._configmap(doc, meta_name)
             return
@@ -401,7 +459,9 @@ class YamlParser:
                     variables = dict(variables)
                     variables.update({k.value: v.value for k, v in env.value
                                       if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)})
-                stack.extend((v, variables) for _, v in reversed(node.value))
+                # values of `env:`/`variables:` are data, not commands
+                stack.extend((v, variables) for k, v in reversed(node.value)
+                             if not (v is env and isinstance(env, yaml.MappingNode)))
             elif isinstance(node, yaml.SequenceNode):
                 stack.extend((v, variables) for v in reversed(node.value))
             elif (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
@@ -441,11 +501,11 @@ class YamlParser:
         self.pf.services.append(ServiceRef(name, selector, ports))
 
     def _container(self, node: yaml.MappingNode, owner: str, index: int) -> None:
-        name = scalar(get(node, "name")) or "?"
+        name = self.plain(get(node, "name")) or "?"
         gpu = scalar(get(get(get(node, "resources"), "limits"), "nvidia.com/gpu")) or \
             scalar(get(get(get(node, "resources"), "requests"), "nvidia.com/gpu"))
         self._where["gpu_count"] = int(gpu) if gpu and gpu.isdigit() else None
-        image = scalar(get(node, "image"))
+        image = self.plain(get(node, "image"))
         self._anchor = (node.start_mark.index, node.start_mark.index)
         context, group = f"container {name} ({owner})", f"{self.source.display}#{index}:{owner}:{name}"
         env = self.env_entries(node, f"env of container {name}")
