@@ -135,6 +135,9 @@ CONTAINER_RUNNERS = ("docker", "podman", "nerdctl")
 APPTAINERS = ("apptainer", "singularity")
 
 
+RUNTIME_OPTIONS_RE = re.compile(r"^\$(?:\{\w+\[[@*]\]\}|[@*]|\{[@*]\}|\{?\w*(?i:opt|flag|arg)\w*\}?)$")
+
+
 @dataclass(frozen=True)
 class ContainerRun:
     """`docker|podman|nerdctl run [OPTS] IMAGE [ARGS]` or `apptainer|singularity exec|run|
@@ -177,6 +180,9 @@ def _runner_options(words, start, j, runner, booleans, short_bools, runs_command
         if w == "--":
             j += 1
             break
+        if RUNTIME_OPTIONS_RE.match(w):
+            j += 1                       # `"${run_opts[@]}"`, `$GPU_FLAGS`: options known at run time
+            continue
         if not w.startswith("-") or w == "-":
             break
         name = w.split("=", 1)[0]
