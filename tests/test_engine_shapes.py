@@ -143,3 +143,17 @@ def test_container_options_from_arrays_and_option_variables(tmp_path):
               '  "${EXTRA_RUN_OPTS[@]}" vllm/vllm-openai:v0.30.0 --model m --swap-space 4\n')
     rows = launches(tmp_path, {"a.sh": script})
     assert [r["argv"] for r in rows] == [["vllm", "serve", "--model", "m", "--swap-space", "4"]]
+
+
+def test_kuberay_pods_run_ray_not_the_image_entrypoint(tmp_path):
+    text = ("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: r\nspec:\n  headGroupSpec:\n"
+            "    template:\n      spec:\n        containers:\n        - name: head\n"
+            "          image: vllm/vllm-openai:v0.30.0\n")
+    assert launches(tmp_path, {"ray.yaml": text}) == []
+
+
+def test_dstack_commands_replace_the_entrypoint(tmp_path):
+    text = ("type: service\nimage: vllm/vllm-openai:v0.30.0\nenv:\n  - MODEL=m\ncommands:\n"
+            "  - vllm serve $MODEL --port 8000\nport: 8000\n")
+    rows = launches(tmp_path, {"svc.dstack.yml": text})
+    assert [r["argv"] for r in rows] == [["vllm", "serve", "$MODEL", "--port", "8000"]]

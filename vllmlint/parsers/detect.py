@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..knowledge.images import is_vllm_image as known_vllm_image
 from ..model.launch import API_SERVER, OTHER, PROXY, RENDER, SERVE, TOKENS_ONLY, normalize_flag
 
 # vLLM's reference routers; the multi-turn one is the subject of VL101.
@@ -27,7 +26,9 @@ VALIDATING_ROUTERS = {
     "python -m vllmlint.router": "validating",
 }
 VLLM_IMAGE_RE = re.compile(
-    r"^(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[\w]+)?(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$"
+    # vLLM's OpenAI server image and its mirrors and variants (`quay.io/x/vllm-openai`,
+    # `lmcache/vllm-openai`, `vllm/vllm-openai-cpu`): last path part `vllm-openai[-variant]`
+    r"^(?:[\w.\-]+(?::\d+)?/)*vllm-openai(?:-[\w]+)?(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$"
 )
 PYTHON_RE = re.compile(r"^(?:.*/)?python[\d.]*$")
 VLLM_SUBCOMMANDS = {"serve", "launch", "bench", "chat", "complete", "collect-env", "run-batch"}
@@ -45,13 +46,15 @@ DEFAULT_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
 
 
 def is_vllm_image(image: str | None) -> bool:
-    """`vllm/vllm-openai:v0.29.0`, registry-prefixed, or compose's `${VLLM_IMAGE:-vllm/...}`."""
+    """`vllm/vllm-openai:v0.29.0`, registry-prefixed, or compose's `${VLLM_IMAGE:-vllm/...}`: an
+    image whose entrypoint is `vllm serve` (builds like `rocm/vllm-dev` are vLLM but start a
+    shell, so a container of theirs given no command is no launch)."""
     if not image:
         return False
     image = strip_transport(image.strip().strip("'\""))
     m = DEFAULT_RE.match(image)
     image = m.group(1) if m else image
-    return bool(VLLM_IMAGE_RE.match(image)) or known_vllm_image(image)
+    return bool(VLLM_IMAGE_RE.match(image))
 
 
 def _basename(word: str) -> str:

@@ -85,6 +85,7 @@ class YamlParser:
         self.text = source.text
         self.pf = ParsedFile(source)
         self.templated: list[tuple[int, int]] = []
+        self._ray = False
 
     def parse(self) -> ParsedFile:
         text = self.text
@@ -245,13 +246,13 @@ class YamlParser:
         nodes = self.argv_nodes(command) + self.argv_nodes(args)
         string_cmd = next((n for n in (command, args) if isinstance(n, yaml.ScalarNode) and n.value.strip()), None)
         if string_cmd is not None and not nodes:
-            if is_vllm_image(image) and command is None:
+            if is_vllm_image(image) and command is None and not self._ray:
                 offs = self.offsets(string_cmd)
                 words = split_words(self.source, string_cmd.value, offs) if offs else []
                 self._implied(words, image, env, context, group, env_from, site=None, string_node=string_cmd)
             return
         if not nodes:
-            if is_vllm_image(image) and command is None and args is None:
+            if is_vllm_image(image) and command is None and args is None and not self._ray:
                 self._implied([], image, env, context, group, env_from, site=None)
             return
         argv = [self.arg(n) for n in nodes]
@@ -281,7 +282,7 @@ class YamlParser:
             if site is None:
                 launch.not_editable = "its argv list ends in a form vllmlint does not edit"
             self._add([launch], env_from)
-        elif command is None and (is_vllm_image(image) or _looks_like_vllm_args(values)):
+        elif command is None and not self._ray and (is_vllm_image(image) or _looks_like_vllm_args(values)):
             self._implied(argv, image, env, context, group, env_from, site)
 
     def _implied(self, argv: list[Arg], image, env, context, group, env_from, site, string_node=None) -> None:
@@ -410,6 +411,13 @@ class YamlParser:
             return
         if kind == "Service":
             self._service(doc, meta_name)
+            return
+        # KubeRay runs `ray start` in its pods: their image's entrypoint never runs
+        self._ray = kind in ("RayCluster", "RayService", "RayJob")
+        dstack = not kind and scalar(get(doc, "type")) in ("task", "service", "dev-environment")
+        if dstack and get(doc, "commands") is not None:
+            # dstack task/service: its `commands` replace the image's entrypoint
+            self._loose_scripts(doc, scalar(get(doc, "name")) or scalar(get(doc, "type")) or "")
             return
         if not kind and scalar(get(doc, "type")) == "dev-environment":
             # dstack dev-environment: the image runs an IDE, not its entrypoint; only its
