@@ -157,3 +157,11 @@ def test_dstack_commands_replace_the_entrypoint(tmp_path):
             "  - vllm serve $MODEL --port 8000\nport: 8000\n")
     rows = launches(tmp_path, {"svc.dstack.yml": text})
     assert [r["argv"] for r in rows] == [["vllm", "serve", "$MODEL", "--port", "8000"]]
+
+
+def test_same_engine_in_exclusive_arms_is_marked_once(tmp_path):
+    script = ('#!/bin/bash\ncase "$RUNTIME" in\n  docker)\n    docker run vllm/vllm-openai:v0.30.0 --model m ;;\n'
+              '  podman)\n    podman run vllm/vllm-openai:v0.30.0 --model m ;;\nesac\n'
+              'if [ "$ROLE" = prefill ]; then\n  vllm serve m --port 8100\nelse\n  vllm serve m --port 8200\nfi\n')
+    rows = launches(tmp_path, {"a.sh": script})
+    assert [(r["line"], r["alternative_of"]) for r in rows] == [(4, None), (6, 4), (9, None), (11, None)]

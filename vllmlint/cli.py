@@ -281,7 +281,9 @@ def launches(paths, fmt):
             release = f"  [runs {row['release']}: {row['release_from']}]" if row["release"] else ""
             click.echo(f"{row['path']}:{row['line']}: {row['kind']} ({row['context']}): "
                        f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release
-                       + f"  [{row['via']}]")
+                       + f"  [{row['via']}]"
+                       + (f"  [the engine of line {row['alternative_of']}, in an exclusive branch]"
+                          if row["alternative_of"] else ""))
     for line in list(missing) + [str(p) for p in project.problems]:
         click.echo(line, err=True)
     sys.exit(2 if missing or project.problems else 0)

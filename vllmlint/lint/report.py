@@ -299,7 +299,8 @@ def launch_dict(launch: Launch) -> dict:
             "argv": mask_argv([a.value for a in launch.argv]), "env": env,
             "image": launch.image, "release": fmt(launch.release) if launch.release else None,
             "release_from": launch.release_from or None, "editable": launch.not_editable is None,
-            "not_editable": launch.not_editable, "via": how_found(launch)}
+            "not_editable": launch.not_editable, "via": how_found(launch),
+            "alternative_of": launch.alternative_of}
 
 
 def how_found(launch: Launch) -> str:

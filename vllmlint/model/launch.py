@@ -203,6 +203,8 @@ class Launch:
     release: tuple[int, int, int] | None = None   # the vLLM release it runs today (lint.releases)
     release_from: str = ""                        # what says so: "image vllm/vllm-openai:v0.29.0"
     via: str = ""              # how it was recognised, when not plain (`via docker run, image $IMAGE = ...`)
+    branch: tuple = ()         # shell: the if/case arms it is written in (parsers.shell_lex.exclusive)
+    alternative_of: int | None = None   # line of the same engine written in an exclusive arm
 
     @property
     def port(self) -> int | None:

@@ -6,6 +6,7 @@ The caller says how the lexed text maps back to the file (`omap[i]` = file offse
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -81,6 +82,7 @@ def basename(word: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
+_SCANNERS = itertools.count()
 PYTHON_HEAD_RE = re.compile(r"^python[\d.]*$")
 
 
@@ -97,6 +99,7 @@ class _Scanner:
         self.arrays: dict[str, list[Word]] = {}
         self.vars: dict[str, list[VarValue]] = {k: list(v) for k, v in (variables or {}).items()}
         self.via = via
+        self.uid = next(_SCANNERS)          # keeps the if/case ids of nested scripts apart
         for entry in inherited_env:     # env a wrapper gives the script (GitHub Actions `env:`)
             if entry.value is not None and entry.name not in self.vars:
                 self.vars[entry.name] = [VarValue(entry.value, [], (), file.line_col(entry.span[0])[0])]
@@ -170,7 +173,14 @@ class _Scanner:
                     self.assigned[name] = (word, cmd)
                     self._assign(word, cmd.branch)
                 continue
+            before = len(self.out.launches)
             self._command(cmd)
+            # arms of this script, then those of a script nested in the command (ids kept apart)
+            arms = tuple(((self.uid, i), arm) for i, arm in cmd.branch)
+            for launch in self.out.launches[before:]:
+                launch.branch = arms + launch.branch
+        if self.depth == 0:
+            _mark_alternatives(self.out.launches)
         return self.out
 
     # -- variables ----------------------------------------------------------
@@ -440,6 +450,7 @@ class _Scanner:
             line = self.file.line_col(self.fstart(cmd.words[0]))[0]
             what = " ".join(values[:4]) + (f" > {targets[0]}" if targets else "")
             for launch in parsed.launches:
+                launch.branch = ()      # the body's own arms are another script's
                 launch.via = f"via heredoc at line {line} ({what}), read as {kind}" + \
                     (f"; {launch.via}" if launch.via else "")
                 launch.context = f"{launch.context} in heredoc at line {line}"
@@ -540,6 +551,17 @@ class _Scanner:
         result = inner.run()
         self.out.launches.extend(result.launches)
         self.out.env.extend(result.env)
+
+
+def _mark_alternatives(launches: list[Launch]) -> None:
+    """The same argv written in exclusive arms (`case $ENGINE in apptainer) ...;; docker) ...`)
+    starts one engine whichever arm runs: the later copies say which launch they repeat."""
+    for j, later in enumerate(launches):
+        for first in launches[:j]:
+            if first.alternative_of is None and exclusive(first.branch, later.branch) \
+                    and first.kind == later.kind and [a.value for a in first.argv] == [a.value for a in later.argv]:
+                later.alternative_of = first.line
+                break
 
 
 def _shell_c_script(words: list[Word]) -> Word | None:
