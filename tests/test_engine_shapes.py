@@ -165,3 +165,17 @@ def test_same_engine_in_exclusive_arms_is_marked_once(tmp_path):
               'if [ "$ROLE" = prefill ]; then\n  vllm serve m --port 8100\nelse\n  vllm serve m --port 8200\nfi\n')
     rows = launches(tmp_path, {"a.sh": script})
     assert [(r["line"], r["alternative_of"]) for r in rows] == [(4, None), (6, 4), (9, None), (11, None)]
+
+
+def test_launches_in_for_loops_count_their_iterations(tmp_path):
+    script = ('#!/bin/bash\nTOPOLOGY="${PD_TOPOLOGY:-3p1d}"\n'
+              'if [[ ! "${TOPOLOGY}" =~ ^([1-9][0-9]*)p([1-9][0-9]*)d$ ]]; then exit 2; fi\n'
+              'PREFILL="${BASH_REMATCH[1]}"\nGPUS=(0 1)\n'
+              'for (( i=0; i<PREFILL; i++ )); do\n  vllm serve m --port 810$i &\ndone\n'
+              'for g in "${GPUS[@]}"; do CUDA_VISIBLE_DEVICES=$g vllm serve m --port 820$g & done\n'
+              'for p in {1..4}; do vllm serve m --port 830$p & done\n'
+              'for n in $(seq 2 3); do vllm serve m --port 840$n & done\n'
+              'for f in "$@"; do vllm serve "$f" & done\n'
+              'while true; do vllm serve m --port 8500; sleep 5; done\n')
+    rows = launches(tmp_path, {"a.sh": script})
+    assert [(r["line"], r["count"]) for r in rows] == [(7, 3), (9, 2), (10, 4), (11, 2), (12, None), (13, 1)]

@@ -283,7 +283,8 @@ def launches(paths, fmt):
                        f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release
                        + f"  [{row['via']}]"
                        + (f"  [the engine of line {row['alternative_of']}, in an exclusive branch]"
-                          if row["alternative_of"] else ""))
+                          if row["alternative_of"] else "")
+                       + ("" if row["count"] == 1 else f"  [x{row['count'] or '?'}: started in a loop]"))
     for line in list(missing) + [str(p) for p in project.problems]:
         click.echo(line, err=True)
     sys.exit(2 if missing or project.problems else 0)

@@ -300,7 +300,7 @@ def launch_dict(launch: Launch) -> dict:
             "image": launch.image, "release": fmt(launch.release) if launch.release else None,
             "release_from": launch.release_from or None, "editable": launch.not_editable is None,
             "not_editable": launch.not_editable, "via": how_found(launch),
-            "alternative_of": launch.alternative_of}
+            "alternative_of": launch.alternative_of, "count": launch.count}
 
 
 def how_found(launch: Launch) -> str:

@@ -205,6 +205,7 @@ class Launch:
     via: str = ""              # how it was recognised, when not plain (`via docker run, image $IMAGE = ...`)
     branch: tuple = ()         # shell: the if/case arms it is written in (parsers.shell_lex.exclusive)
     alternative_of: int | None = None   # line of the same engine written in an exclusive arm
+    count: int | None = 1      # engines it starts: a `for` loop's iterations (None: known at run time)
 
     @property
     def port(self) -> int | None:

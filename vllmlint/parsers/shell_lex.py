@@ -100,6 +100,9 @@ class SimpleCommand:
     # two commands are in exclusive arms when they share a construct id with different arms
     branch: tuple[tuple[int, int], ...] = ()
     redirects: list[Redirect] = field(default_factory=list)
+    # the `for` loops around it, outermost first: each the words of its header (`i in 0 1 2`,
+    # `(( i=0; i<N; i++ ))`); a `while`/`until` loop is None
+    loops: tuple = ()
 
 
 def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
@@ -832,6 +835,8 @@ class _CommandSplitter:
         self.branches: list[list] = []
         self.next_branch = 0
         self.loose_redirects: list[Redirect] = []
+        self.loops: list = []
+        self.header: list[Word] | None = None
 
     def _open(self, what: str) -> None:
         self.next_branch += 1
@@ -890,6 +895,8 @@ class _CommandSplitter:
 
     def _skipped(self, tok: Word | ArrayAssign) -> None:
         """Tokens of a `for`/`case` header, a case pattern or a function name."""
+        if self.mode == "for_head" and isinstance(tok, Word) and self.header is not None:
+            self.header.append(tok)
         value = tok.value if isinstance(tok, Word) and self._unquoted(tok) else None
         if self.mode == "case_head" and value == "in":
             self.mode = "case_pattern"
@@ -904,6 +911,13 @@ class _CommandSplitter:
         if self.cur is None and self._unquoted(w):
             v = w.value
             if v in _SKIP_RESERVED:
+                if v in ("while", "until"):
+                    self.header = None
+                elif v == "do":
+                    self.loops.append(tuple(self.header) if self.header is not None else None)
+                    self.header = None
+                elif v == "done" and self.loops:
+                    self.loops.pop()
                 if v == "if":
                     self._open("if")
                 elif v in ("elif", "else"):
@@ -916,6 +930,7 @@ class _CommandSplitter:
                 return
             if v in ("for", "select"):
                 self.mode = "for_head"
+                self.header = [] if v == "for" else None
                 return
             if v == "case":
                 self.mode = "case_head"
@@ -950,7 +965,7 @@ class _CommandSplitter:
     def _add(self, tok: Word | ArrayAssign) -> SimpleCommand:
         if self.cur is None:
             self.cur = SimpleCommand([], [], [], tok.start, tok.end,
-                                     tuple((b[0], b[1]) for b in self.branches))
+                                     tuple((b[0], b[1]) for b in self.branches), loops=tuple(self.loops))
             if self.loose_redirects:
                 self.cur.redirects.extend(self.loose_redirects)
                 self.loose_redirects = []

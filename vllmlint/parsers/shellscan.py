@@ -100,6 +100,7 @@ class _Scanner:
         self.vars: dict[str, list[VarValue]] = {k: list(v) for k, v in (variables or {}).items()}
         self.via = via
         self.uid = next(_SCANNERS)          # keeps the if/case ids of nested scripts apart
+        self.rematch: list[str] = []        # BASH_REMATCH after the last `[[ s =~ re ]]`
         for entry in inherited_env:     # env a wrapper gives the script (GitHub Actions `env:`)
             if entry.value is not None and entry.name not in self.vars:
                 self.vars[entry.name] = [VarValue(entry.value, [], (), file.line_col(entry.span[0])[0])]
@@ -177,11 +178,94 @@ class _Scanner:
             self._command(cmd)
             # arms of this script, then those of a script nested in the command (ids kept apart)
             arms = tuple(((self.uid, i), arm) for i, arm in cmd.branch)
+            count = self._loops_count(cmd.loops) if cmd.loops else 1
             for launch in self.out.launches[before:]:
                 launch.branch = arms + launch.branch
+                launch.count = None if count is None or launch.count is None else count * launch.count
         if self.depth == 0:
             _mark_alternatives(self.out.launches)
         return self.out
+
+    # -- loops ----------------------------------------------------------------
+    def _loops_count(self, loops: tuple) -> int | None:
+        """Iterations of the `for` loops around a command (a `while` loop counts once: it
+        restarts, it does not multiply); None when a count is only known at run time."""
+        total = 1
+        for header in loops:
+            if header is None:
+                continue
+            n = self._for_count(list(header))
+            if n is None:
+                return None
+            total *= n
+        return total
+
+    def _int(self, expr: str) -> int | None:
+        expr = expr.strip()
+        if re.fullmatch(r"[A-Za-z_]\w*", expr):
+            expr = "$" + expr
+        value = self.resolve(expr).strip().strip("'\"")
+        return int(value) if re.fullmatch(r"-?\d+", value) else None
+
+    def _for_count(self, header: list[Word]) -> int | None:
+        if len(header) == 1 and header[0].value.startswith("(("):
+            m = re.fullmatch(r"\(\(\s*(\w+)\s*=\s*([^;]+?)\s*;\s*\1\s*(<=?)\s*([^;]+?)\s*;\s*"
+                             r"(?:\1\s*\+\+|\+\+\s*\1|\1\s*\+=\s*1)\s*\)\)", header[0].value)
+            if not m:
+                return None
+            lo, hi = self._int(m.group(2)), self._int(m.group(4))
+            if lo is None or hi is None:
+                return None
+            return max(0, hi - lo + (1 if m.group(3) == "<=" else 0))
+        if len(header) < 2 or header[1].value != "in":
+            return None                      # `for x; do`: the script's arguments
+        total = 0
+        for w in header[2:]:
+            n = self._items(w)
+            if n is None:
+                return None
+            total += n
+        return total
+
+    def _items(self, w: Word) -> int | None:
+        """How many words a `for ... in` item gives."""
+        v = w.value
+        m = ARRAY_REF_RE.match(v)
+        if m:
+            return len(self.arrays[m.group(1)]) if m.group(1) in self.arrays else None
+        brace = re.fullmatch(r"\{(-?\d+)\.\.(-?\d+)\}", v)
+        if brace:
+            return abs(int(brace.group(2)) - int(brace.group(1))) + 1
+        seq = re.fullmatch(r"\$\(\s*seq\s+(\S+)(?:\s+(\S+))?\s*\)", v)
+        if seq:
+            a, b = (self._int("1"), self._int(seq.group(1))) if seq.group(2) is None else \
+                (self._int(seq.group(1)), self._int(seq.group(2)))
+            return None if a is None or b is None else max(0, b - a + 1)
+        if not w.dynamic:
+            return 1
+        value = self.resolve(v)
+        if "$" in value or "`" in value:
+            return None
+        return len(value.split()) if w.splits else 1
+
+    def _regex_test(self, words: list[Word]) -> None:
+        """`[[ STR =~ RE ]]` with both known: BASH_REMATCH holds the groups, as bash sets them."""
+        values = [w.value for w in words]
+        if "=~" not in values or "]]" not in values:
+            return
+        i, j = values.index("=~"), len(values) - 1 - values[::-1].index("]]")
+        if i == 0 or j <= i + 1:
+            return
+        subject = self.resolve(values[i - 1])
+        pattern = self.text[words[i].end:words[j].start].strip()
+        core = pattern[:-1] if pattern.endswith("$") else pattern
+        if "$" in subject or "$" in core:
+            return
+        try:
+            m = re.search(pattern, subject)
+        except re.error:
+            return
+        self.rematch = [m.group(0)] + [g or "" for g in m.groups()] if m else []
 
     # -- variables ----------------------------------------------------------
     def _assign(self, word: Word, branch: tuple) -> None:
@@ -240,6 +324,12 @@ class _Scanner:
                 return self.resolve(default, depth + 1)
             return m.group(0)
 
+        def element(m: re.Match) -> str:
+            name, index = m.group(1), int(m.group(2))
+            items = self.rematch if name == "BASH_REMATCH" else [w.value for w in self.arrays.get(name, [])]
+            return items[index] if index < len(items) else m.group(0)
+
+        value = re.sub(r"\$\{([A-Za-z_]\w*)\[(\d+)\]\}", element, value)
         return re.sub(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?::?-((?:[^{}]|\{[^{}]*\})*))?\})", sub, value)
 
     def _split_value(self, alt: VarValue) -> list[Word]:
@@ -308,6 +398,9 @@ class _Scanner:
                     self._eval_var(ref[0], script_words[0], env_now)
                 else:
                     self._nested(script_words[0], env_now, in_eval=True)
+            return
+        if head == "[[":
+            self._regex_test(words)
             return
         rhead = basename(self.resolve(head))
         if rhead in SHELLS or (head in ("exec", "nohup") and len(words) > 1
