@@ -179,3 +179,11 @@ def test_launches_in_for_loops_count_their_iterations(tmp_path):
               'while true; do vllm serve m --port 8500; sleep 5; done\n')
     rows = launches(tmp_path, {"a.sh": script})
     assert [(r["line"], r["count"]) for r in rows] == [(7, 3), (9, 2), (10, 4), (11, 2), (12, None), (13, 1)]
+
+
+def test_templated_tag_of_a_vllm_image_is_still_vllm(tmp_path):
+    text = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: c\n"
+            "      image: vllm/vllm-openai:{{ .Values.tag }}\n      args: [\"--model={{ .Values.model }}\"]\n")
+    rows = launches(tmp_path, {"templates/pod.yaml": text})
+    assert [r["argv"] for r in rows] == [["vllm", "serve", "--model={{ .Values.model }}"]]
+    assert rows[0]["image"] == "vllm/vllm-openai:{{ .Values.tag }}"

@@ -42,6 +42,7 @@ class Detected:
     program: str        # "vllm", "python -m vllm.entrypoints.openai.api_server", proxy name
 
 
+TEMPLATE_ACTION_RE = re.compile(r"\{\{.*?\}\}")     # `vllm/vllm-openai:{{ .Values.tag }}`
 DEFAULT_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
 
 
@@ -51,7 +52,7 @@ def is_vllm_image(image: str | None) -> bool:
     shell, so a container of theirs given no command is no launch)."""
     if not image:
         return False
-    image = strip_transport(image.strip().strip("'\""))
+    image = strip_transport(TEMPLATE_ACTION_RE.sub("x", image.strip().strip("'\"")))
     m = DEFAULT_RE.match(image)
     image = m.group(1) if m else image
     return bool(VLLM_IMAGE_RE.match(image))
