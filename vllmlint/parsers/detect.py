@@ -152,6 +152,12 @@ class ContainerRun:
     image: int             # index of the image word
     entrypoint: int | None  # index of the `--entrypoint` value word, when set
     runs_command: bool     # apptainer exec: ARGS is the command (no image entrypoint involved)
+    args: int = -1         # index of the first ARG (default: right after the image)
+    image_text: str | None = None   # the image when glued to its option (`--image=IMG`)
+
+    @property
+    def args_start(self) -> int:
+        return self.args if self.args >= 0 else self.image + 1
 
 
 def container_run(words: list[str]) -> ContainerRun | None:
@@ -166,6 +172,8 @@ def container_run(words: list[str]) -> ContainerRun | None:
             if words[j] != "run":
                 continue
             return _runner_options(words, i, j + 1, f"{base} run", RUN_BOOLEANS, _SHORT_BOOL_LETTERS, False)
+        if base in ("kubectl", "oc") and words[i + 1] == "run":
+            return _kubectl_run(words, i)
         if base in APPTAINERS:
             sub = words[i + 1]
             j = i + 2
@@ -175,6 +183,27 @@ def container_run(words: list[str]) -> ContainerRun | None:
                 continue
             return _runner_options(words, i, j, f"{base} {sub}", APPTAINER_BOOLEANS, frozenset(), sub == "exec")
     return None
+
+
+def _kubectl_run(words: list[str], i: int) -> ContainerRun | None:
+    """`kubectl run NAME --image=IMG [--command] [-- ARGS]`: ARGS are the container's args (its
+    command with `--command`)."""
+    image_at, image_text, command = None, None, False
+    j = i + 2
+    while j < len(words) and words[j] != "--":
+        w = words[j]
+        if w.startswith("--image="):
+            image_at, image_text = j, w.split("=", 1)[1]
+        elif w == "--image" and j + 1 < len(words):
+            image_at, image_text = j + 1, words[j + 1]
+            j += 1
+        elif w == "--command":
+            command = True
+        j += 1
+    if image_at is None:
+        return None
+    return ContainerRun("kubectl run", i, image_at, None, command, args=min(j + 1, len(words)),
+                        image_text=image_text)
 
 
 def _runner_options(words, start, j, runner, booleans, short_bools, runs_command) -> ContainerRun | None:

@@ -83,6 +83,11 @@ def basename(word: str) -> str:
 
 
 _SCANNERS = itertools.count()
+# commands that print or log their arguments: `echo $CMD` starts nothing
+PRINTERS = {"echo", "printf", "log", "info", "warn", "debug", "error", "logger", "cat", "print", "tee"}
+CONTAINER_HEADS = {"docker", "podman", "nerdctl", "apptainer", "singularity", "kubectl", "oc"}
+# programs that hand a string argument to a shell (here or on another host)
+STRING_RUNNERS = {"ssh", "tmux", "screen", "su", "runuser", "pdsh", "clush", "parallel-ssh", "pssh"}
 PYTHON_HEAD_RE = re.compile(r"^python[\d.]*$")
 
 
@@ -409,6 +414,26 @@ class _Scanner:
             if script is not None and self.depth < 4:
                 self._nested(script, env_now, in_eval=self.in_eval)
                 return
+        if self.depth < 4 and rhead not in PRINTERS and rhead not in CONTAINER_HEADS:
+            # `timeout 900 bash -c "..."`, `screen -dmS x bash -lc '...'`, `srun bash -c ...`
+            for k in range(1, len(words) - 1):
+                if basename(self.resolve(words[k].value)) in SHELLS:
+                    script = _shell_c_script(words[k:])
+                    if script is not None:
+                        self._nested(script, env_now, in_eval=self.in_eval)
+                        return
+                    break
+        if rhead in STRING_RUNNERS and self.depth < 4:
+            # `ssh host "vllm serve ..."`, `tmux send-keys -t s "vllm serve ..." Enter`,
+            # `tmux new-session -d "vllm serve ..."`, `su - u -c "..."`: a string run by a shell
+            found = False
+            for w in words[1:]:
+                if " " in w.value.strip() and len(w.offsets) == len(w.value):
+                    n = len(self.out.launches)
+                    self._nested(w, env_now, in_eval=self.in_eval, via=f"via {rhead}")
+                    found = found or len(self.out.launches) > n
+            if found:
+                return
         expanded = self._expand_arrays(words)
         expanded, notes = self._expand_vars(expanded)
         values = [w.value for w in expanded]
@@ -455,8 +480,8 @@ class _Scanner:
         program is E + ARGS, or ARGS when they name one, else the image's own entrypoint (a vLLM
         image's is `vllm serve`) given ARGS."""
         image_word = expanded[run.image]
-        raw_image = image_word.value
-        image = strip_transport(rvalues[run.image])
+        raw_image = image_word.value if run.image_text is None else image_word.value.split("=", 1)[-1]
+        image = strip_transport(run.image_text if run.image_text is not None else rvalues[run.image])
         ref = var_ref(raw_image)
         image_line = ""
         if ref and self._values(ref[0]):
@@ -471,10 +496,10 @@ class _Scanner:
             shown = f"{raw_image} (set outside this file; its name says vLLM)" if ref and not is_vllm_image(placeholder) \
                 else f"{raw_image} (a vLLM image whatever its variables hold)"
         via = f"via {run.runner}, image {shown}"
-        args = expanded[run.image + 1:]
-        rargs = rvalues[run.image + 1:]
+        args = expanded[run.args_start:]
+        rargs = rvalues[run.args_start:]
         env = self.inherited + self.exported + prefix
-        if not run.runner.startswith(("apptainer", "singularity")):
+        if not run.runner.startswith(("apptainer", "singularity", "kubectl")):
             env = env + self._docker_env(expanded[:run.image])
         image_value = image if "$" not in image else raw_image
         if run.entrypoint is not None:
