@@ -12,6 +12,7 @@ found from the current folder upwards; command-line options win.
     model-config = "models/qwen/config.json"
     prompt-tokens = 8192
     fail-level = "warning"     # the lowest severity that fails `check` (error | warning | info)
+    catalogue-dir = "ops/vllm-catalogue"   # releases added with `vllmlint catalogue add` (committed)
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 KEYS = {"target-version", "select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
-        "model-config", "prompt-tokens", "fail-level"}
+        "model-config", "prompt-tokens", "fail-level", "catalogue-dir"}
 
 
 class ConfigError(Exception):
@@ -47,6 +48,7 @@ class Settings:
     model_config: str | None = None
     prompt_tokens: int | None = None
     fail_level: str = "warning"
+    catalogue_dir: str | None = None               # added releases (absolute; None: the cache folder)
 
     def excluded(self, display: str, path: Path) -> bool:
         rel = _relative(path, self.root)
@@ -64,7 +66,8 @@ class Settings:
         return {"source": self.source, "target-version": self.target_version, "select": self.select,
                 "ignore": self.ignore, "exclude": self.exclude, "per-file-ignores": self.per_file_ignores,
                 "severity": self.severity, "topology": self.topology, "model-config": self.model_config,
-                "prompt-tokens": self.prompt_tokens, "fail-level": self.fail_level}
+                "prompt-tokens": self.prompt_tokens, "fail-level": self.fail_level,
+                "catalogue-dir": self.catalogue_dir}
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -132,7 +135,7 @@ def load_settings(start: Path, explicit: str | None = None) -> Settings:
     if bad:
         raise ConfigError(f"{path}: severity must be error, warning or info: {bad}")
     settings.severity = dict(sev)
-    for key, attr in (("topology", "topology"), ("model-config", "model_config")):
+    for key, attr in (("topology", "topology"), ("model-config", "model_config"), ("catalogue-dir", "catalogue_dir")):
         if data.get(key):
             setattr(settings, attr, str((settings.root / data[key])))
     if data.get("fail-level") is not None:
