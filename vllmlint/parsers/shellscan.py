@@ -466,7 +466,9 @@ class _Scanner:
             via = f"via {det.program}, program {head_word.value} = {rvalues[det.start]}{line}"
         if notes:
             via = (via or f"via {det.program}") + "; " + "; ".join(notes)
-        launch = Launch(kind=det.kind, file=self.file, span=(self.fstart(head_word), self.fend(head_word)),
+        # a program that came out of a variable (`$CMD --port 1`) is launched where it is run
+        at = next((w for w in words if w.splits and var_ref(w.value)), head_word) if head_word.start < 0 else head_word
+        launch = Launch(kind=det.kind, file=self.file, span=(self.fstart(at), self.fend(at)),
                         argv=argv, options_start=opt - det.start, context=self.context, group=self.group,
                         env=self.inherited + self.exported + prefix, image=self.image, program=det.program)
         launch.via = via
@@ -596,6 +598,7 @@ class _Scanner:
             first.argv.extend(other.argv[other.options_start:])
             first.via += f" (+ line {other.line})"
         first.append_site = AppendSite(self.file, self.fend(word), " {}")
+        first.span = (self.fstart(word), self.fend(word))        # launched where it is eval'd
         self.out.launches.append(first)
 
     def _docker_env(self, words: list[Word]) -> list[EnvEntry]:
