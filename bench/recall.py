@@ -36,8 +36,13 @@ def found_launches(files: Path) -> Counter:
                           cwd=files, capture_output=True, text=True)
     if proc.returncode not in (0, 1, 2) or not proc.stdout.strip():
         sys.exit(f"vllmlint launches failed ({proc.returncode}):\n{proc.stderr}")
-    # the manifest counts vLLM engines: a P/D proxy started next to them is not one
-    return Counter(row["path"] for row in json.loads(proc.stdout) if row["kind"] != "proxy")
+    # the manifest counts vLLM engines: a P/D proxy started next to them is not one, nor the same
+    # argv written again in an exclusive if/case arm (`alternative_of`)
+    found: Counter = Counter()
+    for row in json.loads(proc.stdout):      # a launch in a `for` loop starts `count` engines
+        if row["kind"] != "proxy" and not row.get("alternative_of"):
+            found[row["path"]] += row.get("count") or 1
+    return found
 
 
 def measure(corpus: Path):

@@ -322,7 +322,11 @@ def launches(paths, fmt, verbose):
             env = " ".join(f"{k}={'?' if v is None else v}" for k, v in row["env"].items())
             release = f"  [runs {row['release']}: {row['release_from']}]" if row["release"] else ""
             click.echo(f"{row['path']}:{row['line']}: {row['kind']} ({row['context']}): "
-                       f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release)
+                       f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release
+                       + f"  [{row['via']}]"
+                       + (f"  [the engine of line {row['alternative_of']}, in an exclusive branch]"
+                          if row["alternative_of"] else "")
+                       + ("" if row["count"] == 1 else f"  [x{row['count'] or '?'}: started in a loop]"))
     problems = _problems(project.problems, verbose)
     for line in list(missing) + [str(p) for p in problems]:
         click.echo(line, err=True)

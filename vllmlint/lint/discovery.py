@@ -64,6 +64,8 @@ def classify(path: Path, head: bytes) -> str | None:
         return "python"
     if lower.endswith((".tpl", ".template")) and (b"apiVersion:" in head or b"services:" in head):
         return "yaml"
+    if re.search(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", lower) and b"vllm" in head.lower():
+        return "yaml"          # a Jinja template of YAML or JSON that mentions vLLM
     if _looks_like_dockerfile(head):
         return "dockerfile"
     return None

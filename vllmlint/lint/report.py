@@ -347,7 +347,18 @@ def launch_dict(launch: Launch) -> dict:
             "argv": mask_argv([a.value for a in launch.argv]), "env": env,
             "image": launch.image, "release": fmt(launch.release) if launch.release else None,
             "release_from": launch.release_from or None, "editable": launch.not_editable is None,
-            "not_editable": launch.not_editable}
+            "not_editable": launch.not_editable, "via": how_found(launch),
+            "alternative_of": launch.alternative_of, "count": launch.count}
+
+
+def how_found(launch: Launch) -> str:
+    """What made it a vLLM launch, in words (`vllmlint launches`)."""
+    if launch.via:
+        return launch.via
+    if launch.program == "image entrypoint":
+        return f"via image {launch.image} (its entrypoint: vllm serve)" if launch.image else \
+            "via an args-only container (vLLM's flags)"
+    return f"via {launch.program}"
 
 
 def diff_path(display: str) -> str:

@@ -26,7 +26,9 @@ VALIDATING_ROUTERS = {
     "python -m vllmlint.router": "validating",
 }
 VLLM_IMAGE_RE = re.compile(
-    r"^(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[\w]+)?(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$"
+    # vLLM's OpenAI server image and its mirrors and variants (`quay.io/x/vllm-openai`,
+    # `lmcache/vllm-openai`, `vllm/vllm-openai-cpu`): last path part `vllm-openai[-variant]`
+    r"^(?:[\w.\-]+(?::\d+)?/)*vllm-openai(?:-[\w]+)?(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$"
 )
 PYTHON_RE = re.compile(r"^(?:.*/)?python[\d.]*$")
 VLLM_SUBCOMMANDS = {"serve", "launch", "bench", "chat", "complete", "collect-env", "run-batch"}
@@ -40,16 +42,20 @@ class Detected:
     program: str        # "vllm", "python -m vllm.entrypoints.openai.api_server", proxy name
 
 
+TEMPLATE_ACTION_RE = re.compile(r"\{\{.*?\}\}")     # `vllm/vllm-openai:{{ .Values.tag }}`
 DEFAULT_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
 
 
 def is_vllm_image(image: str | None) -> bool:
-    """`vllm/vllm-openai:v0.29.0`, registry-prefixed, or compose's `${VLLM_IMAGE:-vllm/...}`."""
+    """`vllm/vllm-openai:v0.29.0`, registry-prefixed, or compose's `${VLLM_IMAGE:-vllm/...}`: an
+    image whose entrypoint is `vllm serve` (builds like `rocm/vllm-dev` are vLLM but start a
+    shell, so a container of theirs given no command is no launch)."""
     if not image:
         return False
-    image = image.strip().strip("'\"")
+    image = strip_transport(TEMPLATE_ACTION_RE.sub("x", image.strip().strip("'\"")))
     m = DEFAULT_RE.match(image)
-    return bool(VLLM_IMAGE_RE.match(m.group(1) if m else image))
+    image = m.group(1) if m else image
+    return bool(VLLM_IMAGE_RE.match(image))
 
 
 def _basename(word: str) -> str:
@@ -110,6 +116,134 @@ def _python_module(words: list[str], i: int) -> Detected | None:
                 return Detected(PROXY, j, j + 1, base)
             return None
     return None
+
+
+# `docker|podman|nerdctl run` options that take no value; every other option takes one
+# (`--name N`, `-e K=V`) unless written `--opt=value` or glued (`-p8000:8000`).
+RUN_BOOLEANS = frozenset({
+    "-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--privileged", "--init", "--read-only",
+    "-P", "--publish-all", "--sig-proxy", "--no-healthcheck", "--oom-kill-disable", "--disable-content-trust",
+    "-q", "--quiet", "--replace", "--rmi", "--no-hosts", "--env-host", "--read-only-tmpfs", "--http-proxy",
+    "--help", "--tls-verify",
+})
+_SHORT_BOOL_LETTERS = frozenset("ditPq")
+# apptainer/singularity options that take no value
+APPTAINER_BOOLEANS = frozenset({
+    "--nv", "--rocm", "--nvccli", "--cleanenv", "-e", "--contain", "-c", "--containall", "-C", "--writable",
+    "-w", "--writable-tmpfs", "--fakeroot", "-f", "--no-home", "--compat", "--no-init", "--no-privs",
+    "--userns", "-u", "--ipc", "-i", "--pid", "-p", "--net", "-n", "--disable-cache", "--no-https",
+    "--no-eval", "--unsquash", "--keep-privs", "--allow-setuid", "--boot", "--no-umask", "--containlibs",
+    "--quiet", "-q", "--debug", "-d", "--silent", "-s", "--verbose", "-v",
+})
+CONTAINER_RUNNERS = ("docker", "podman", "nerdctl")
+APPTAINERS = ("apptainer", "singularity")
+
+
+RUNTIME_OPTIONS_RE = re.compile(r"^\$(?:\{\w+\[[@*]\]\}|[@*]|\{[@*]\}|\{?\w*(?i:opt|flag|arg)\w*\}?)$")
+
+
+@dataclass(frozen=True)
+class ContainerRun:
+    """`docker|podman|nerdctl run [OPTS] IMAGE [ARGS]` or `apptainer|singularity exec|run|
+    instance start [OPTS] IMAGE [ARGS]`, by index into the words."""
+
+    runner: str            # "docker run", "podman run", "apptainer exec", ...
+    start: int             # index of the runner word
+    image: int             # index of the image word
+    entrypoint: int | None  # index of the `--entrypoint` value word, when set
+    runs_command: bool     # apptainer exec: ARGS is the command (no image entrypoint involved)
+    args: int = -1         # index of the first ARG (default: right after the image)
+    image_text: str | None = None   # the image when glued to its option (`--image=IMG`)
+
+    @property
+    def args_start(self) -> int:
+        return self.args if self.args >= 0 else self.image + 1
+
+
+def container_run(words: list[str]) -> ContainerRun | None:
+    """The first container run in `words` (values after quote removal), found by parsing the
+    runner's own options, so the image is the first word that is not an option or its value."""
+    for i, word in enumerate(words[:-1]):
+        base = _basename(word)
+        if base in CONTAINER_RUNNERS:
+            j = i + 1
+            if words[j] == "container" and j + 1 < len(words):
+                j += 1
+            if words[j] != "run":
+                continue
+            return _runner_options(words, i, j + 1, f"{base} run", RUN_BOOLEANS, _SHORT_BOOL_LETTERS, False)
+        if base in ("kubectl", "oc") and words[i + 1] == "run":
+            return _kubectl_run(words, i)
+        if base in APPTAINERS:
+            sub = words[i + 1]
+            j = i + 2
+            if sub == "instance" and j < len(words) and words[j] == "start":
+                sub, j = "instance start", j + 1
+            elif sub not in ("exec", "run"):
+                continue
+            return _runner_options(words, i, j, f"{base} {sub}", APPTAINER_BOOLEANS, frozenset(), sub == "exec")
+    return None
+
+
+def _kubectl_run(words: list[str], i: int) -> ContainerRun | None:
+    """`kubectl run NAME --image=IMG [--command] [-- ARGS]`: ARGS are the container's args (its
+    command with `--command`)."""
+    image_at, image_text, command = None, None, False
+    j = i + 2
+    while j < len(words) and words[j] != "--":
+        w = words[j]
+        if w.startswith("--image="):
+            image_at, image_text = j, w.split("=", 1)[1]
+        elif w == "--image" and j + 1 < len(words):
+            image_at, image_text = j + 1, words[j + 1]
+            j += 1
+        elif w == "--command":
+            command = True
+        j += 1
+    if image_at is None:
+        return None
+    return ContainerRun("kubectl run", i, image_at, None, command, args=min(j + 1, len(words)),
+                        image_text=image_text)
+
+
+def _runner_options(words, start, j, runner, booleans, short_bools, runs_command) -> ContainerRun | None:
+    entrypoint = None
+    while j < len(words):
+        w = words[j]
+        if w == "--":
+            j += 1
+            break
+        if RUNTIME_OPTIONS_RE.match(w):
+            j += 1                       # `"${run_opts[@]}"`, `$GPU_FLAGS`: options known at run time
+            continue
+        if not w.startswith("-") or w == "-":
+            break
+        name = w.split("=", 1)[0]
+        if name == "--entrypoint":
+            if "=" in w:
+                entrypoint = j          # value glued: the caller splits it
+                j += 1
+            else:
+                entrypoint = j + 1
+                j += 2
+            continue
+        if "=" in w or name in booleans:
+            j += 1
+        elif not w.startswith("--") and len(w) > 2:
+            j += 1                       # `-itd` (booleans) or `-p8000:8000` (glued value)
+        else:
+            j += 2
+    if j >= len(words):
+        return None
+    return ContainerRun(runner, start, j, entrypoint, runs_command)
+
+
+def strip_transport(image: str) -> str:
+    """`docker://vllm/vllm-openai:v0.30.0` (apptainer) -> the image reference."""
+    for prefix in ("docker://", "oras://", "library://", "docker-daemon:", "docker-archive:"):
+        if image.startswith(prefix):
+            return image[len(prefix):]
+    return image
 
 
 def docker_run_image(words: list[str]) -> int | None:

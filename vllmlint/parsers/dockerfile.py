@@ -29,6 +29,9 @@ class Instruction:
         return self.omap[i], self.omap[j - 1] + 1
 
 
+HEREDOC_RE = re.compile(r"<<(-?)\s*([\"']?)([A-Za-z_][\w]*)\2")
+
+
 def instructions(text: str) -> list[Instruction]:
     escape = "\\"
     out: list[Instruction] = []
@@ -74,6 +77,15 @@ def instructions(text: str) -> list[Instruction]:
             col = 0
             if not continued:
                 break
+        if keyword in ("RUN", "COPY", "ADD"):
+            # BuildKit here-documents (`RUN python3 - <<'PY'`): their bodies are not instructions
+            for hd in HEREDOC_RE.finditer("".join(args_chars)):
+                delim, strip = hd.group(3), bool(hd.group(1))
+                while j < len(lines):
+                    body_line = lines[j].rstrip("\r\n")
+                    j += 1
+                    if (body_line.lstrip("\t") if strip else body_line) == delim:
+                        break
         end = offsets[j - 1] + len(lines[j - 1]) if j - 1 < len(lines) else len(text)
         out.append(Instruction(keyword, base + lead, end, "".join(args_chars), omap))
         i = j
@@ -233,6 +245,10 @@ def _shell_c(pf: ParsedFile, file: SourceFile, argv: list[Arg], context: str, gr
     return False
 
 
+def _configures_engine(stage: _Stage) -> bool:
+    return any(entry.name.startswith("VLLM_") for entry in stage.env)
+
+
 def _stage_launch(pf: ParsedFile, file: SourceFile, stage: _Stage, n: int) -> None:
     context, group = f"stage {stage.name or n + 1} (FROM {stage.image})", f"{file.display}#stage{n}"
     ep, cmd = stage.entrypoint, stage.cmd
@@ -259,7 +275,10 @@ def _stage_launch(pf: ParsedFile, file: SourceFile, stage: _Stage, n: int) -> No
         pf.launches.append(Launch(det.kind, file, argv[det.start].span or anchor, argv[det.start:],
                                   det.options_start - det.start, context, group, list(stage.env),
                                   site, None, stage.image, program=det.program))
-    elif ep is None and is_vllm_image(stage.image):
+    elif ep is None and is_vllm_image(stage.image) and (cmd is not None or _configures_engine(stage)):
+        # A stage with neither CMD nor ENTRYPOINT only builds an image: whatever runs it (a pod
+        # spec, compose) gives the arguments, and that is the launch. It is one here only when
+        # the stage sets vLLM's own environment, which configures the engine the image runs.
         launch = Launch(serve_kind([a.value for a in argv]), file, anchor, [Arg("vllm"), Arg("serve")] + argv,
                         2, context, group, list(stage.env), site, None, stage.image, program="image entrypoint")
         if site is None:

@@ -54,11 +54,39 @@ class ArrayAssign:
     end: int
 
 
-def lex(src: str) -> list[Word | Operator | ArrayAssign]:
+def lex(src: str, redirects: bool = False) -> list[Word | Operator | ArrayAssign]:
     """Tokenize `src`. Comments are dropped, redirections (`>f`, `2>&1`, `<in`, `&>f`) are
     dropped with their target word, heredoc bodies (`<<EOF`, `<<-EOF`, `<<'EOF'`) are
-    skipped entirely. `\\r` counts as whitespace."""
-    return _Lexer(_as_text(src)).run()
+    skipped entirely. `\\r` counts as whitespace. `redirects=True` keeps each redirection as
+    a `Redirect` token (with where a heredoc's body lies)."""
+    tokens = _Lexer(_as_text(src)).run()
+    return tokens if redirects else [t for t in tokens if not isinstance(t, Redirect)]
+
+
+@dataclass
+class Heredoc:
+    """A here-document: `<<DELIM` (`<<-`, quoted delimiter) and where its body lies.
+    body_start/body_end: the body lines (terminator line excluded); -1 until the body is read.
+    quoted: the delimiter was quoted (`<<'EOF'`): no expansion happens in the body."""
+
+    delim: str
+    strip_tabs: bool
+    quoted: bool
+    start: int
+    body_start: int = -1
+    body_end: int = -1
+
+
+@dataclass
+class Redirect:
+    """A redirection kept for readers that need it (`> x.yaml`, `<<EOF`); `target` is the
+    word it names (None for a heredoc)."""
+
+    op: str
+    start: int
+    end: int
+    target: Word | None = None
+    heredoc: Heredoc | None = None
 
 
 @dataclass
@@ -68,6 +96,24 @@ class SimpleCommand:
     words: list[Word]         # the command words after the assignments
     start: int
     end: int
+    # where it sits in if/elif/else and case arms: ((construct id, arm), ...) outermost first;
+    # two commands are in exclusive arms when they share a construct id with different arms
+    branch: tuple[tuple[int, int], ...] = ()
+    redirects: list[Redirect] = field(default_factory=list)
+    # the `for` loops around it, outermost first: each the words of its header (`i in 0 1 2`,
+    # `(( i=0; i<N; i++ ))`); a `while`/`until` loop is None
+    loops: tuple = ()
+
+
+def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
+    """True when commands at branch paths `a` and `b` can never both run (different arms of
+    one if/case)."""
+    for (ida, arma), (idb, armb) in zip(a, b):
+        if ida != idb:
+            return False
+        if arma != armb:
+            return True
+    return False
 
 
 def commands(src: str) -> list[SimpleCommand]:
@@ -77,7 +123,7 @@ def commands(src: str) -> list[SimpleCommand]:
     are not part of the next command's words. A command with only assignments is kept
     (it is how `X=1` and arrays are recorded)."""
     text = _as_text(src)
-    return _CommandSplitter(text, lex(text)).run()
+    return _CommandSplitter(text, lex(text, redirects=True)).run()
 
 
 # --------------------------------------------------------------------------------------
@@ -404,6 +450,7 @@ class _Lexer(_Scanner):
         super().__init__(src)
         self.tokens: list[Word | Operator | ArrayAssign] = []
         self.pending: list[tuple[str, bool]] = []  # heredocs whose bodies come next line
+        self.pending_docs: list[Heredoc] = []
         self.in_dbracket = False
         self.probe_arith = True
 
@@ -428,7 +475,7 @@ class _Lexer(_Scanner):
                 self.in_dbracket = False
                 i += 1
                 if self.pending:
-                    i = self.skip_heredoc_bodies(i, self.pending)
+                    i = self._bodies(i)
             elif c == "#":
                 j = src.find("\n", i)
                 i = n if j < 0 else j
@@ -482,13 +529,40 @@ class _Lexer(_Scanner):
             return self.paren_scan(k + 1, 0)[0]
         k = self.skip_blanks(k)
         if op in ("<<", "<<-"):
+            dstart = k
             delim, k = self.read_heredoc_delim(k)
             if delim is not None:
                 self.pending.append((delim, op == "<<-"))
+                doc = Heredoc(delim, op == "<<-", any(ch in "'\"\\" for ch in src[dstart:k]), i)
+                self.pending_docs.append(doc)
+                self.tokens.append(Redirect(op, i, k, None, doc))
             return k
+        target = None
         if k < n and (src[k] not in _WORD_STOP or src.startswith(("<(", ">("), k)):
-            k = self._read_word(k)[1]
+            target, k = self._read_word(k)
+        self.tokens.append(Redirect(op, i, k, target))
         return k
+
+    def _bodies(self, i: int) -> int:
+        """Skip the pending heredoc bodies, recording where each one lies."""
+        docs, self.pending_docs = self.pending_docs, []
+        if len(docs) != len(self.pending):
+            return self.skip_heredoc_bodies(i, self.pending)
+        for doc, item in zip(docs, list(self.pending)):
+            doc.body_start = i
+            end = self.skip_heredoc_bodies(i, [item])
+            # the terminator line is the last line skipped
+            term = self.src.rfind("\n", i, max(i, end - 1))
+            doc.body_end = i if term < 0 else term + 1
+            if end >= self.n and not self._ends_with_delim(i, end, item[0]):
+                doc.body_end = self.n
+            i = end
+        self.pending.clear()
+        return i
+
+    def _ends_with_delim(self, i: int, end: int, delim: str) -> bool:
+        last = self.src[i:end].rstrip("\n").rsplit("\n", 1)[-1].rstrip("\r").lstrip("\t")
+        return last == delim
 
     def _plain_word(self, i: int) -> int:
         word, end = self._read_word(i)
@@ -757,13 +831,36 @@ class _CommandSplitter:
         # "case_pattern" (until `)`), "func_name", "func_parens".
         self.mode = "normal"
         self.case_depth = 0
+        # open if/case constructs: [construct id, arm, "if"|"case"]
+        self.branches: list[list] = []
+        self.next_branch = 0
+        self.loose_redirects: list[Redirect] = []
+        self.loops: list = []
+        self.header: list[Word] | None = None
+
+    def _open(self, what: str) -> None:
+        self.next_branch += 1
+        self.branches.append([self.next_branch, 0, what])
+
+    def _arm(self, what: str) -> None:
+        if self.branches and self.branches[-1][2] == what:
+            self.branches[-1][1] += 1
+
+    def _close(self, what: str) -> None:
+        if self.branches and self.branches[-1][2] == what:
+            self.branches.pop()
 
     def run(self) -> list[SimpleCommand]:
         toks = self.tokens
         i = 0
         while i < len(toks):
             tok = toks[i]
-            if isinstance(tok, Operator):
+            if isinstance(tok, Redirect):
+                if self.cur is not None:
+                    self.cur.redirects.append(tok)
+                else:
+                    self.loose_redirects.append(tok)
+            elif isinstance(tok, Operator):
                 self._operator(tok)
             elif self.mode in ("for_head", "case_head", "case_pattern", "func_name"):
                 self._skipped(tok)
@@ -792,16 +889,21 @@ class _CommandSplitter:
             pass
         elif op.text == ";;" and self.case_depth:
             self.mode = "case_pattern"
+            self._arm("case")
         else:
             self.mode = "normal"
 
     def _skipped(self, tok: Word | ArrayAssign) -> None:
         """Tokens of a `for`/`case` header, a case pattern or a function name."""
+        if self.mode == "for_head" and isinstance(tok, Word) and self.header is not None:
+            self.header.append(tok)
         value = tok.value if isinstance(tok, Word) and self._unquoted(tok) else None
         if self.mode == "case_head" and value == "in":
             self.mode = "case_pattern"
         elif self.mode == "case_pattern" and value == "esac":
             self._end_case()
+        elif self.mode == "case_pattern" and value is not None:
+            pass
         elif self.mode == "func_name":
             self.mode = "func_parens"
 
@@ -809,16 +911,31 @@ class _CommandSplitter:
         if self.cur is None and self._unquoted(w):
             v = w.value
             if v in _SKIP_RESERVED:
+                if v in ("while", "until"):
+                    self.header = None
+                elif v == "do":
+                    self.loops.append(tuple(self.header) if self.header is not None else None)
+                    self.header = None
+                elif v == "done" and self.loops:
+                    self.loops.pop()
+                if v == "if":
+                    self._open("if")
+                elif v in ("elif", "else"):
+                    self._arm("if")
+                elif v == "fi":
+                    self._close("if")
                 return
             if v == "esac":
                 self._end_case()
                 return
             if v in ("for", "select"):
                 self.mode = "for_head"
+                self.header = [] if v == "for" else None
                 return
             if v == "case":
                 self.mode = "case_head"
                 self.case_depth += 1
+                self._open("case")
                 return
             if v == "function":
                 self.mode = "func_name"
@@ -838,6 +955,7 @@ class _CommandSplitter:
         )
 
     def _end_case(self) -> None:
+        self._close("case")
         self.case_depth = max(0, self.case_depth - 1)
         self.mode = "normal"
 
@@ -846,7 +964,11 @@ class _CommandSplitter:
 
     def _add(self, tok: Word | ArrayAssign) -> SimpleCommand:
         if self.cur is None:
-            self.cur = SimpleCommand([], [], [], tok.start, tok.end)
+            self.cur = SimpleCommand([], [], [], tok.start, tok.end,
+                                     tuple((b[0], b[1]) for b in self.branches), loops=tuple(self.loops))
+            if self.loose_redirects:
+                self.cur.redirects.extend(self.loose_redirects)
+                self.loose_redirects = []
         self.cur.end = max(self.cur.end, tok.end)
         return self.cur
 

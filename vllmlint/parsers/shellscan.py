@@ -6,18 +6,50 @@ The caller says how the lexed text maps back to the file (`omap[i]` = file offse
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .detect import detect, docker_run_image, serve_kind
+from .detect import ContainerRun, container_run, detect, is_vllm_image, serve_kind, strip_transport
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run
-from .shell_lex import ArrayAssign, SimpleCommand, Word, commands
+from .shell_lex import ArrayAssign, SimpleCommand, Word, commands, exclusive
 
 SHELLS = {"sh", "bash", "zsh", "dash", "ash", "ksh"}
 ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)$", re.S)
 ARRAY_REF_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}$")
 RUNTIME_ARGS = {"$@", "$*", "${@}", "${*}"}
+VAR_REF_RE = re.compile(r"^\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?::?-(.*))?\})$", re.S)
+WHICH_RE = re.compile(r"^\$\((?:which|command\s+-v|type\s+-p)\s+([\w./-]+)\s*\)$")
+# programs whose words may hold a variable that expands to the launch's program or flags
+# (`exec $CMD`, `docker run $IMAGE $ARGS`, `vllm serve $M $EXTRA`); `echo $CMD` is no launch
+EXPANDING_HEADS = {"exec", "nohup", "setsid", "sudo", "env", "time", "timeout", "srun", "mpirun", "mpiexec",
+                   "numactl", "taskset", "nice", "ionice", "stdbuf", "chrt", "conda", "mamba", "micromamba",
+                   "uv", "uvx", "pixi", "poetry", "docker", "podman", "nerdctl", "apptainer", "singularity",
+                   "vllm", "torchrun", "ray", "xargs"}
+
+
+@dataclass
+class VarValue:
+    """One value a shell variable may hold: its text and the file offset of each character.
+    `branch` is the if/case arm it was assigned in (values of exclusive arms are alternatives);
+    `line` the line of the assignment; `append_at` the file offset just before the closing quote
+    of the assignment that started it (where one more word can be written), if quoted."""
+
+    value: str
+    offsets: list[int]
+    branch: tuple
+    line: int
+    append_at: int | None = None
+    appended: bool = False
+
+
+def var_ref(value: str) -> tuple[str, str | None] | None:
+    """`$X`, `${X}`, `${X:-default}` -> (X, default or None)."""
+    m = VAR_REF_RE.match(value)
+    if not m:
+        return None
+    return (m.group(1) or m.group(2)), m.group(3)
 
 
 class Shift:
@@ -50,9 +82,19 @@ def basename(word: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
+_SCANNERS = itertools.count()
+# commands that print or log their arguments: `echo $CMD` starts nothing
+PRINTERS = {"echo", "printf", "log", "info", "warn", "debug", "error", "logger", "cat", "print", "tee"}
+CONTAINER_HEADS = {"docker", "podman", "nerdctl", "apptainer", "singularity", "kubectl", "oc"}
+# programs that hand a string argument to a shell (here or on another host)
+STRING_RUNNERS = {"ssh", "tmux", "screen", "su", "runuser", "pdsh", "clush", "parallel-ssh", "pssh"}
+PYTHON_HEAD_RE = re.compile(r"^python[\d.]*$")
+
+
 class _Scanner:
     def __init__(self, file: SourceFile, text: str, omap, context: str, group: str,
-                 inherited_env: list[EnvEntry], image: str | None, in_eval: bool, depth: int):
+                 inherited_env: list[EnvEntry], image: str | None, in_eval: bool, depth: int,
+                 variables: dict[str, list[VarValue]] | None = None, via: str = ""):
         self.file, self.text, self.omap = file, text, omap
         self.context, self.group, self.image = context, group, image
         self.inherited = list(inherited_env)
@@ -60,17 +102,35 @@ class _Scanner:
         self.exported: list[EnvEntry] = []
         self.assigned: dict[str, tuple[Word, SimpleCommand]] = {}
         self.arrays: dict[str, list[Word]] = {}
+        self.vars: dict[str, list[VarValue]] = {k: list(v) for k, v in (variables or {}).items()}
+        self.via = via
+        self.uid = next(_SCANNERS)          # keeps the if/case ids of nested scripts apart
+        self.rematch: list[str] = []        # BASH_REMATCH after the last `[[ s =~ re ]]`
+        for entry in inherited_env:     # env a wrapper gives the script (GitHub Actions `env:`)
+            if entry.value is not None and entry.name not in self.vars:
+                self.vars[entry.name] = [VarValue(entry.value, [], (), file.line_col(entry.span[0])[0])]
         self.out = ShellScan()
 
     # -- spans ---------------------------------------------------------
     def fstart(self, word) -> int:
+        if word.start < 0:
+            return word.offsets[0] if word.offsets else 0
         return self.omap[word.start]
 
     def fend(self, word) -> int:
+        if word.start < 0:
+            return word.offsets[-1] + 1 if word.offsets else 0
         return self.omap[word.end - 1] + 1
 
     def arg(self, word: Word) -> Arg:
         omap = self.omap
+        if word.start < 0:          # a word of a variable's value: offsets are file offsets
+            if not word.offsets:
+                return Arg(word.value, None, None, True, word.splits)
+            span = (word.offsets[0], word.offsets[-1] + 1)
+            literal = span[1] - span[0] == len(word.value)
+            return Arg(word.value, self.file, span, word.dynamic or not literal, word.splits,
+                       locate=lambda: list(word.offsets))
         return Arg(word.value, self.file, (self.fstart(word), self.fend(word)), word.dynamic, word.splits,
                    locate=lambda: [omap[i] for i in word.offsets])
 
@@ -117,9 +177,198 @@ class _Scanner:
                 for word in cmd.assignments:
                     name = word.value.split("=", 1)[0].rstrip("+")
                     self.assigned[name] = (word, cmd)
+                    self._assign(word, cmd.branch)
                 continue
+            before = len(self.out.launches)
             self._command(cmd)
+            # arms of this script, then those of a script nested in the command (ids kept apart)
+            arms = tuple(((self.uid, i), arm) for i, arm in cmd.branch)
+            count = self._loops_count(cmd.loops) if cmd.loops else 1
+            for launch in self.out.launches[before:]:
+                launch.branch = arms + launch.branch
+                launch.count = None if count is None or launch.count is None else count * launch.count
+        if self.depth == 0:
+            _mark_alternatives(self.out.launches)
         return self.out
+
+    # -- loops ----------------------------------------------------------------
+    def _loops_count(self, loops: tuple) -> int | None:
+        """Iterations of the `for` loops around a command (a `while` loop counts once: it
+        restarts, it does not multiply); None when a count is only known at run time."""
+        total = 1
+        for header in loops:
+            if header is None:
+                continue
+            n = self._for_count(list(header))
+            if n is None:
+                return None
+            total *= n
+        return total
+
+    def _int(self, expr: str) -> int | None:
+        expr = expr.strip()
+        if re.fullmatch(r"[A-Za-z_]\w*", expr):
+            expr = "$" + expr
+        value = self.resolve(expr).strip().strip("'\"")
+        return int(value) if re.fullmatch(r"-?\d+", value) else None
+
+    def _for_count(self, header: list[Word]) -> int | None:
+        if len(header) == 1 and header[0].value.startswith("(("):
+            m = re.fullmatch(r"\(\(\s*(\w+)\s*=\s*([^;]+?)\s*;\s*\1\s*(<=?)\s*([^;]+?)\s*;\s*"
+                             r"(?:\1\s*\+\+|\+\+\s*\1|\1\s*\+=\s*1)\s*\)\)", header[0].value)
+            if not m:
+                return None
+            lo, hi = self._int(m.group(2)), self._int(m.group(4))
+            if lo is None or hi is None:
+                return None
+            return max(0, hi - lo + (1 if m.group(3) == "<=" else 0))
+        if len(header) < 2 or header[1].value != "in":
+            return None                      # `for x; do`: the script's arguments
+        total = 0
+        for w in header[2:]:
+            n = self._items(w)
+            if n is None:
+                return None
+            total += n
+        return total
+
+    def _items(self, w: Word) -> int | None:
+        """How many words a `for ... in` item gives."""
+        v = w.value
+        m = ARRAY_REF_RE.match(v)
+        if m:
+            return len(self.arrays[m.group(1)]) if m.group(1) in self.arrays else None
+        brace = re.fullmatch(r"\{(-?\d+)\.\.(-?\d+)\}", v)
+        if brace:
+            return abs(int(brace.group(2)) - int(brace.group(1))) + 1
+        seq = re.fullmatch(r"\$\(\s*seq\s+(\S+)(?:\s+(\S+))?\s*\)", v)
+        if seq:
+            a, b = (self._int("1"), self._int(seq.group(1))) if seq.group(2) is None else \
+                (self._int(seq.group(1)), self._int(seq.group(2)))
+            return None if a is None or b is None else max(0, b - a + 1)
+        if not w.dynamic:
+            return 1
+        value = self.resolve(v)
+        if "$" in value or "`" in value:
+            return None
+        return len(value.split()) if w.splits else 1
+
+    def _regex_test(self, words: list[Word]) -> None:
+        """`[[ STR =~ RE ]]` with both known: BASH_REMATCH holds the groups, as bash sets them."""
+        values = [w.value for w in words]
+        if "=~" not in values or "]]" not in values:
+            return
+        i, j = values.index("=~"), len(values) - 1 - values[::-1].index("]]")
+        if i == 0 or j <= i + 1:
+            return
+        subject = self.resolve(values[i - 1])
+        pattern = self.text[words[i].end:words[j].start].strip()
+        core = pattern[:-1] if pattern.endswith("$") else pattern
+        if "$" in subject or "$" in core:
+            return
+        try:
+            m = re.search(pattern, subject)
+        except re.error:
+            return
+        self.rematch = [m.group(0)] + [g or "" for g in m.groups()] if m else []
+
+    # -- variables ----------------------------------------------------------
+    def _assign(self, word: Word, branch: tuple) -> None:
+        """Record `NAME=value` / `NAME+=value` / `NAME="$NAME more"`: appends extend every value
+        the variable may hold; a plain assignment replaces them, except values assigned in an
+        exclusive arm (`if ...; X=a; else X=b; fi`), which stay alternatives."""
+        m = ASSIGN_RE.match(word.value)
+        if not m:
+            return
+        name, value = m.group(1), m.group(2)
+        append = word.value[len(name)] == "+"
+        k = len(word.value) - len(value)
+        offs = [self.omap[i] for i in word.offsets[k:]]
+        ref = re.match(r"\$(?:\{%s\}|%s(?!\w))" % (name, name), value)
+        if ref:
+            append, value, offs = True, value[ref.end():], offs[ref.end():]
+        line = self.file.line_col(self.fstart(word))[0]
+        text = self.file.text
+        close = self.fend(word)
+        append_at = close - 1 if close - 1 < len(text) and text[close - 1] in "\"'" and word.value != text[self.fstart(word):close] \
+            else None
+        current = self.vars.get(name, [])
+        if append and current:
+            for alt in current:
+                if not exclusive(alt.branch, branch):
+                    alt.value += value
+                    alt.offsets = alt.offsets + offs
+                    alt.appended = True
+            return
+        keep = [alt for alt in current if exclusive(alt.branch, branch)]
+        self.vars[name] = keep + [VarValue(value, offs, branch, line, append_at)]
+
+    def _values(self, name: str) -> list[VarValue]:
+        return self.vars.get(name, [])
+
+    def resolve(self, value: str, depth: int = 0) -> str:
+        """What a word most likely holds, for recognising a program or an image: known
+        variables substituted (their first value), `${X:-default}` as its default when X is
+        unknown, `$(which vllm)` as `vllm`. Unknown variables stay as written."""
+        if "$" not in value or depth > 4:
+            return value
+        which = WHICH_RE.match(value)
+        if which:
+            return which.group(1)
+
+        def sub(m: re.Match) -> str:
+            name, default = m.group(1) or m.group(2), m.group(3)
+            for alt in self._values(name):
+                own = var_ref(alt.value)
+                if own and own[0] == name:          # `X="${X:-default}"`: the default, unless set outside
+                    if own[1] is not None:
+                        return self.resolve(own[1], depth + 1)
+                    continue
+                return self.resolve(alt.value, depth + 1)
+            if default is not None:
+                return self.resolve(default, depth + 1)
+            return m.group(0)
+
+        def element(m: re.Match) -> str:
+            name, index = m.group(1), int(m.group(2))
+            items = self.rematch if name == "BASH_REMATCH" else [w.value for w in self.arrays.get(name, [])]
+            return items[index] if index < len(items) else m.group(0)
+
+        value = re.sub(r"\$\{([A-Za-z_]\w*)\[(\d+)\]\}", element, value)
+        return re.sub(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?::?-((?:[^{}]|\{[^{}]*\})*))?\})", sub, value)
+
+    def _split_value(self, alt: VarValue) -> list[Word]:
+        """An unquoted `$X` word-splits its value (no quote removal): words with file offsets."""
+        out = []
+        for m in re.finditer(r"\S+", alt.value):
+            offs = tuple(alt.offsets[m.start():m.end()]) if alt.offsets else ()
+            dyn = "$" in m.group() or "`" in m.group()
+            out.append(Word(m.group(), -1, -1, offs, dyn, dyn))
+        return out
+
+    def _expand_vars(self, words: list[Word]) -> tuple[list[Word], list[str]]:
+        """Unquoted `$X` words in command position, or among the words of a program that runs
+        its arguments (`exec`, `docker run`, `vllm serve`): replaced by the words of every value
+        X may hold. Returns the words and a note per expansion (for `via`)."""
+        if not words:
+            return words, []
+        head = basename(self.resolve(words[0].value))
+        out: list[Word] = []
+        notes: list[str] = []
+        for i, w in enumerate(words):
+            ref = var_ref(w.value) if w.splits else None
+            alts = self._values(ref[0]) if ref else []
+            if alts and (i == 0 or head in EXPANDING_HEADS or PYTHON_HEAD_RE.match(head)):
+                # only values that split into several words: `$MODEL` stays a word of its own
+                if all((a.offsets or not a.value) and "$(" not in a.value and "`" not in a.value for a in alts) and \
+                        (i == 0 or any(len(a.value.split()) > 1 for a in alts)):
+                    for alt in alts:
+                        out.extend(self._split_value(alt))
+                    lines = ", ".join(str(a.line) for a in alts)
+                    notes.append(f"${ref[0]} assigned at line {lines}")
+                    continue
+            out.append(w)
+        return out, notes
 
     def _record_array(self, array: ArrayAssign) -> None:
         elems = list(array.elements)
@@ -131,7 +380,15 @@ class _Scanner:
     def _command(self, cmd: SimpleCommand) -> None:
         words = cmd.words
         head = words[0].value
-        if head in ("export", "declare", "typeset") or (head == "readonly"):
+        if cmd.redirects:
+            self._heredocs(cmd)
+        if head == "local":
+            for w in words[1:]:
+                self._assign(w, cmd.branch)
+            return
+        if head in ("export", "declare", "typeset", "readonly"):
+            for w in words[1:]:
+                self._assign(w, cmd.branch)
             self._export(cmd)
             return
         prefix = [self.entry(w, "shell VAR=value prefix", self.remove_word(cmd.assignments + words, i))
@@ -141,23 +398,55 @@ class _Scanner:
         if head == "eval" and self.depth < 4:
             script_words = words[1:]
             if len(script_words) == 1:
-                self._nested(script_words[0], env_now, in_eval=True)
+                ref = var_ref(script_words[0].value)
+                if ref and self._values(ref[0]):
+                    self._eval_var(ref[0], script_words[0], env_now)
+                else:
+                    self._nested(script_words[0], env_now, in_eval=True)
             return
-        values = [w.value for w in words]
-        if basename(head) in SHELLS or (head in ("exec", "nohup") and len(words) > 1
-                                         and basename(words[1].value) in SHELLS):
+        if head == "[[":
+            self._regex_test(words)
+            return
+        rhead = basename(self.resolve(head))
+        if rhead in SHELLS or (head in ("exec", "nohup") and len(words) > 1
+                               and basename(words[1].value) in SHELLS):
             script = _shell_c_script(words)
             if script is not None and self.depth < 4:
                 self._nested(script, env_now, in_eval=self.in_eval)
                 return
+        if self.depth < 4 and rhead not in PRINTERS and rhead not in CONTAINER_HEADS:
+            # `timeout 900 bash -c "..."`, `screen -dmS x bash -lc '...'`, `srun bash -c ...`
+            for k in range(1, len(words) - 1):
+                if basename(self.resolve(words[k].value)) in SHELLS:
+                    script = _shell_c_script(words[k:])
+                    if script is not None:
+                        self._nested(script, env_now, in_eval=self.in_eval)
+                        return
+                    break
+        if rhead in STRING_RUNNERS and self.depth < 4:
+            # `ssh host "vllm serve ..."`, `tmux send-keys -t s "vllm serve ..." Enter`,
+            # `tmux new-session -d "vllm serve ..."`, `su - u -c "..."`: a string run by a shell
+            found = False
+            for w in words[1:]:
+                if " " in w.value.strip() and len(w.offsets) == len(w.value):
+                    n = len(self.out.launches)
+                    self._nested(w, env_now, in_eval=self.in_eval, via=f"via {rhead}")
+                    found = found or len(self.out.launches) > n
+            if found:
+                return
         expanded = self._expand_arrays(words)
+        expanded, notes = self._expand_vars(expanded)
         values = [w.value for w in expanded]
-        det = detect(values)
-        image_at = None if det else docker_run_image(values)
-        if det is None and image_at is None:
+        rvalues = [self.resolve(v) if "$" in v else v for v in values]
+        run = container_run(rvalues)
+        if run is not None:
+            self._container_run(words, expanded, rvalues, run, prefix, env_now, notes)
+            return
+        det = detect(rvalues)
+        if det is None:
             return
         # `env A=1 vllm ...`: assignments between `env` and the program are env too
-        start = det.start if det else 0
+        start = det.start
         for i in range(start):
             if values[i] == "env":
                 for j in range(i + 1, start):
@@ -166,25 +455,151 @@ class _Scanner:
                         entry = self.entry(expanded[j], "shell env VAR=value", self.remove_word(words, k))
                         prefix.append(entry)
                         self.out.env.append(entry)
-        if det:
-            opt = det.options_start
-            argv = [self.arg(w) for w in expanded[det.start:]]
-            options_start, kind, program, image = opt - det.start, det.kind, det.program, self.image
-            head_word = expanded[det.start]
-        else:
-            # `docker run ... vllm/vllm-openai:TAG args`: the image's entrypoint is `vllm serve`
-            assert image_at is not None
-            opt = image_at + 1
-            argv = [Arg("vllm"), Arg("serve")] + [self.arg(w) for w in expanded[opt:]]
-            options_start, kind = 2, serve_kind(values[opt:])
-            program, image, head_word = "docker run", values[image_at], expanded[image_at]
-            prefix.extend(self._docker_env(expanded[:image_at]))
-        launch = Launch(kind=kind, file=self.file, span=(self.fstart(head_word), self.fend(head_word)),
-                        argv=argv, options_start=options_start, context=self.context, group=self.group,
-                        env=self.inherited + self.exported + prefix, image=image, program=program)
+        opt = det.options_start
+        argv = [self.arg(w) for w in expanded[det.start:]]
+        head_word = expanded[det.start]
+        via = self.via
+        ref = var_ref(head_word.value)
+        if ref and rvalues[det.start] != values[det.start]:
+            alts = self._values(ref[0])
+            line = f" (line {alts[0].line})" if alts else ""
+            via = f"via {det.program}, program {head_word.value} = {rvalues[det.start]}{line}"
+        if notes:
+            via = (via or f"via {det.program}") + "; " + "; ".join(notes)
+        # a program that came out of a variable (`$CMD --port 1`) is launched where it is run
+        at = next((w for w in words if w.splits and var_ref(w.value)), head_word) if head_word.start < 0 else head_word
+        launch = Launch(kind=det.kind, file=self.file, span=(self.fstart(at), self.fend(at)),
+                        argv=argv, options_start=opt - det.start, context=self.context, group=self.group,
+                        env=self.inherited + self.exported + prefix, image=self.image, program=det.program)
+        launch.via = via
         launch.append_site = AppendSite(self.file, self.fend(words[-1]), " {}")
         launch.not_editable = self._why_not_editable(expanded[opt:])
         self.out.launches.append(launch)
+
+    def _container_run(self, words: list[Word], expanded: list[Word], rvalues: list[str], run: ContainerRun,
+                       prefix: list[EnvEntry], env_now: list[EnvEntry], notes: list[str]) -> None:
+        """`docker|podman run [--entrypoint E] IMAGE ARGS`, `apptainer exec|run IMAGE ARGS`: the
+        program is E + ARGS, or ARGS when they name one, else the image's own entrypoint (a vLLM
+        image's is `vllm serve`) given ARGS."""
+        image_word = expanded[run.image]
+        raw_image = image_word.value if run.image_text is None else image_word.value.split("=", 1)[-1]
+        image = strip_transport(run.image_text if run.image_text is not None else rvalues[run.image])
+        ref = var_ref(raw_image)
+        image_line = ""
+        if ref and self._values(ref[0]):
+            line = self._values(ref[0])[0].line
+            image_line = f" (line {line})" if line else " (env)"
+        # `"${REG}/vllm-openai:${TAG}"`: unknown parts do not hide what the image is
+        placeholder = re.sub(r"\$(?:\{[^{}]*\}|[A-Za-z_]\w*)", "x", image)
+        vllm_image = is_vllm_image(placeholder) or bool(
+            ref and "$" in image and re.search(r"vllm", ref[0], re.I) and re.search(r"image|img", ref[0], re.I))
+        shown = raw_image if raw_image == image else f"{raw_image} = {image}{image_line}"
+        if "$" in image and vllm_image:
+            shown = f"{raw_image} (set outside this file; its name says vLLM)" if ref and not is_vllm_image(placeholder) \
+                else f"{raw_image} (a vLLM image whatever its variables hold)"
+        via = f"via {run.runner}, image {shown}"
+        args = expanded[run.args_start:]
+        rargs = rvalues[run.args_start:]
+        env = self.inherited + self.exported + prefix
+        if not run.runner.startswith(("apptainer", "singularity", "kubectl")):
+            env = env + self._docker_env(expanded[:run.image])
+        image_value = image if "$" not in image else raw_image
+        if run.entrypoint is not None:
+            ep_word = expanded[run.entrypoint]
+            ep_value = rvalues[run.entrypoint]
+            if ep_word.value.startswith("--entrypoint="):
+                ep_value = ep_value.split("=", 1)[1]
+            prog_words, prog_values = [ep_word] + args, [ep_value] + rargs
+            via += f", --entrypoint {ep_value}"
+        else:
+            prog_words, prog_values = args, rargs
+        if notes:
+            via += "; " + "; ".join(notes)
+        if prog_values and basename(prog_values[0]) in SHELLS and self.depth < 4:
+            script = _shell_c_script(prog_words)
+            if script is not None:
+                self._nested(script, env, in_eval=self.in_eval, image=image_value, via=via)
+                return
+        det = detect(prog_values)
+        if det is not None and (det.start == 0 or run.entrypoint is None):
+            start = det.start
+            argv = [self.arg(w) for w in prog_words[start:]]
+            if run.entrypoint is not None and expanded[run.entrypoint].value.startswith("--entrypoint="):
+                argv[0] = Arg(prog_values[0])
+            opt = det.options_start
+            launch = Launch(kind=det.kind, file=self.file,
+                            span=(self.fstart(prog_words[start]), self.fend(prog_words[start])),
+                            argv=argv, options_start=opt - start, context=self.context, group=self.group,
+                            env=env, image=image_value, program=det.program)
+            option_words = prog_words[opt:]
+        elif run.entrypoint is None and not run.runs_command and vllm_image:
+            argv = [Arg("vllm"), Arg("serve")] + [self.arg(w) for w in args]
+            launch = Launch(kind=serve_kind(rargs), file=self.file,
+                            span=(self.fstart(image_word), self.fend(image_word)), argv=argv, options_start=2,
+                            context=self.context, group=self.group, env=env, image=image_value,
+                            program=run.runner)
+            via += " (its entrypoint: vllm serve)"
+            option_words = args
+        else:
+            return
+        launch.via = via
+        launch.append_site = AppendSite(self.file, self.fend(words[-1]), " {}")
+        launch.not_editable = self._why_not_editable(option_words)
+        self.out.launches.append(launch)
+
+    def _heredocs(self, cmd: SimpleCommand) -> None:
+        """A here-document that writes YAML, a Dockerfile or an Apptainer definition: read it
+        as that kind, in place (see parsers/heredoc.py)."""
+        from .heredoc import body_kind, read_body
+
+        targets = [r.target.value for r in cmd.redirects if r.op in (">", ">>", ">|") and r.target]
+        values = [self.resolve(w.value) for w in cmd.words]
+        for redirect in cmd.redirects:
+            doc = redirect.heredoc
+            if doc is None or doc.body_end <= doc.body_start:
+                continue
+            fs, fe = self.omap[doc.body_start], self.omap[doc.body_end - 1] + 1
+            if fe - fs != doc.body_end - doc.body_start:
+                continue            # the body does not lie contiguous in the file
+            kind = body_kind(values[0], values, targets, self.file.text[fs:fe])
+            if kind is None:
+                continue
+            parsed = read_body(self.file, kind, fs, fe, expands=not doc.quoted)
+            if parsed is None:
+                continue
+            line = self.file.line_col(self.fstart(cmd.words[0]))[0]
+            what = " ".join(values[:4]) + (f" > {targets[0]}" if targets else "")
+            for launch in parsed.launches:
+                launch.branch = ()      # the body's own arms are another script's
+                launch.via = f"via heredoc at line {line} ({what}), read as {kind}" + \
+                    (f"; {launch.via}" if launch.via else "")
+                launch.context = f"{launch.context} in heredoc at line {line}"
+            self.out.launches.extend(parsed.launches)
+            self.out.env.extend(parsed.env)
+
+    def _eval_var(self, name: str, word: Word, env_now: list[EnvEntry]) -> None:
+        """`eval "$CMD"` where CMD was assembled earlier (`CMD="vllm serve $M"`, `CMD+=" --x"`
+        in ifs): one launch with every flag of every value CMD may hold; literal tokens keep
+        their place in the file, so they can be edited; one more flag goes after `eval "$CMD"`."""
+        found: list[Launch] = []
+        for alt in self._values(name):
+            if not alt.value or not alt.offsets:
+                continue
+            inner = _Scanner(self.file, alt.value, alt.offsets, self.context, self.group, env_now, self.image,
+                             False, self.depth + 1, self.vars,
+                             via=f"via eval ${name}, {name} assigned at line {alt.line}")
+            result = inner.run()
+            found.extend(result.launches)
+            self.out.env.extend(result.env)
+        if not found:
+            return
+        first = found[0]
+        for other in found[1:]:      # exclusive arms: one engine, every flag any arm gives it
+            first.argv.extend(other.argv[other.options_start:])
+            first.via += f" (+ line {other.line})"
+        first.append_site = AppendSite(self.file, self.fend(word), " {}")
+        first.span = (self.fstart(word), self.fend(word))        # launched where it is eval'd
+        self.out.launches.append(first)
 
     def _docker_env(self, words: list[Word]) -> list[EnvEntry]:
         """`docker run -e NAME=value` / `--env NAME=value` / `--env=NAME=value`."""
@@ -246,14 +661,28 @@ class _Scanner:
             self.exported.append(entry)
             self.out.env.append(entry)
 
-    def _nested(self, script: Word, env_now: list[EnvEntry], in_eval: bool) -> None:
+    def _nested(self, script: Word, env_now: list[EnvEntry], in_eval: bool, image: str | None = None,
+                via: str = "") -> None:
         if len(script.offsets) != len(script.value):
             return
-        inner = _Scanner(self.file, script.value, Compose(script.offsets, self.omap), self.context,
-                         self.group, env_now, self.image, in_eval, self.depth + 1)
+        omap = list(script.offsets) if script.start < 0 else Compose(script.offsets, self.omap)
+        inner = _Scanner(self.file, script.value, omap, self.context,
+                         self.group, env_now, image or self.image, in_eval, self.depth + 1, self.vars,
+                         via=via or self.via)
         result = inner.run()
         self.out.launches.extend(result.launches)
         self.out.env.extend(result.env)
+
+
+def _mark_alternatives(launches: list[Launch]) -> None:
+    """The same argv written in exclusive arms (`case $ENGINE in apptainer) ...;; docker) ...`)
+    starts one engine whichever arm runs: the later copies say which launch they repeat."""
+    for j, later in enumerate(launches):
+        for first in launches[:j]:
+            if first.alternative_of is None and exclusive(first.branch, later.branch) \
+                    and first.kind == later.kind and [a.value for a in first.argv] == [a.value for a in later.argv]:
+                later.alternative_of = first.line
+                break
 
 
 def _shell_c_script(words: list[Word]) -> Word | None:
@@ -271,9 +700,12 @@ def _shell_c_script(words: list[Word]) -> Word | None:
 
 def scan_shell(file: SourceFile, text: str, omap=None, *, context: str = "script", group: str = "",
                inherited_env: list[EnvEntry] | None = None, image: str | None = None,
-               in_eval: bool = False) -> ShellScan:
+               in_eval: bool = False, variables: dict[str, str] | None = None) -> ShellScan:
+    """`variables`: values the script's environment gives it (a CI step's `env:`), read only to
+    recognise a program or an image held in a variable."""
+    known = {name: [VarValue(value, [], (), 0)] for name, value in (variables or {}).items()}
     scanner = _Scanner(file, text, omap if omap is not None else Shift(0), context,
-                       group or file.display, inherited_env or [], image, in_eval, 0)
+                       group or file.display, inherited_env or [], image, in_eval, 0, known)
     return scanner.run()
 
 

@@ -6,6 +6,7 @@ token and env entry keeps its exact span.
 """
 from __future__ import annotations
 
+import bisect
 import re
 
 import yaml
@@ -24,6 +25,25 @@ NO_CONTAINERS_BELOW = frozenset({"env", "envFrom", "volumeMounts", "volumes", "p
                                  "securityContext", "data", "stringData", "status"})
 ARGS_KEY_RE = re.compile(r"(?i)(?:^|_|[a-z])(?:args|cmd_template)$")
 LAUNCH_HINT_RE = re.compile(r"vllm\s+(?:serve|launch)\b|vllm\.entrypoints|disagg_proxy|toy_proxy_server")
+# a loose script that may start vLLM without saying `vllm serve`: a container runner, eval
+SCRIPT_HINT_RE = re.compile(r"\b(?:docker|podman|nerdctl)\s+(?:container\s+)?run\b|\b(?:apptainer|singularity)\s+"
+                            r"(?:exec|run|instance)\b|\beval\b")
+
+
+JINJA_NAME_RE = re.compile(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", re.I)
+_JINJA_STATEMENT_RE = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.S)
+
+
+def _mask_jinja_statements(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """Jinja `{% ... %}` statements and `{# ... #}` comments become blanks (line breaks kept):
+    a Jinja template of YAML or JSON then parses as the document it renders (every branch kept)."""
+    spans = [(m.start(), m.end()) for m in _JINJA_STATEMENT_RE.finditer(text)]
+    out = list(text)
+    for a, b in spans:
+        for i in range(a, b):
+            if out[i] not in "\r\n":
+                out[i] = " "
+    return "".join(out), spans
 
 
 def _blank(text: str) -> str:
@@ -65,9 +85,15 @@ class YamlParser:
         self.text = source.text
         self.pf = ParsedFile(source)
         self.templated: list[tuple[int, int]] = []
+        self._ray = False
 
     def parse(self) -> ParsedFile:
-        masked, self.templated = mask_templates(self.text)
+        text = self.text
+        jinja: list[tuple[int, int]] = []
+        if JINJA_NAME_RE.search(self.source.path.name):
+            text, jinja = _mask_jinja_statements(text)
+        masked, self.templated = mask_templates(text)
+        self.templated = sorted(self.templated + jinja)
         try:
             docs = compose_all(masked)
         except YamlError as err:
@@ -79,6 +105,7 @@ class YamlParser:
             except YamlError:
                 docs, masked = self._segments(masked, err)
         self.masked = masked
+        self._template_starts = [ts for ts, _ in self.templated]
         self.consumed: set[int] = set()
         self._where: dict = {}
         for index, doc in enumerate(docs):
@@ -219,13 +246,13 @@ class YamlParser:
         nodes = self.argv_nodes(command) + self.argv_nodes(args)
         string_cmd = next((n for n in (command, args) if isinstance(n, yaml.ScalarNode) and n.value.strip()), None)
         if string_cmd is not None and not nodes:
-            if is_vllm_image(image) and command is None:
+            if is_vllm_image(image) and command is None and not self._ray:
                 offs = self.offsets(string_cmd)
                 words = split_words(self.source, string_cmd.value, offs) if offs else []
                 self._implied(words, image, env, context, group, env_from, site=None, string_node=string_cmd)
             return
         if not nodes:
-            if is_vllm_image(image) and command is None and args is None:
+            if is_vllm_image(image) and command is None and args is None and not self._ray:
                 self._implied([], image, env, context, group, env_from, site=None)
             return
         argv = [self.arg(n) for n in nodes]
@@ -255,7 +282,7 @@ class YamlParser:
             if site is None:
                 launch.not_editable = "its argv list ends in a form vllmlint does not edit"
             self._add([launch], env_from)
-        elif command is None and (is_vllm_image(image) or _looks_like_vllm_args(values)):
+        elif command is None and not self._ray and (is_vllm_image(image) or _looks_like_vllm_args(values)):
             self._implied(argv, image, env, context, group, env_from, site)
 
     def _implied(self, argv: list[Arg], image, env, context, group, env_from, site, string_node=None) -> None:
@@ -274,8 +301,43 @@ class YamlParser:
             launch.not_editable = "the arguments come from the image or at run time"
         self._add([launch], env_from)
 
+    def plain(self, node: yaml.Node | None) -> str | None:
+        """A scalar's value with its template actions as written (`{{ .Values.name }}`), never
+        the mask that let it parse."""
+        value = scalar(node)
+        if value is None or not self.templated or not self.is_templated(node):
+            return value
+        offs = self.offsets(node)
+        return self._restore(value, offs) if offs is not None else value
+
+    def _in_template(self, offset: int) -> bool:
+        i = bisect.bisect_right(self._template_starts, offset) - 1
+        return i >= 0 and offset < self.templated[i][1]
+
+    def _restore(self, value: str, offs) -> str:
+        if len(offs) != len(value):
+            return value
+        return "".join(self.text[o] if self._in_template(o) else ch for ch, o in zip(value, offs))
+
+    def _unmask(self, launch: Launch) -> None:
+        """Args and env of a templated file read as written: an action glued to a flag
+        (`--max-model-len={{ .Values.len }}`) stays one token, known only at run time."""
+        for arg in launch.argv:
+            if arg.file is self.source and arg.span and any(ts < arg.span[1] and arg.span[0] < te
+                                                            for ts, te in self.templated):
+                offs = arg.offsets
+                if offs is not None:
+                    arg.value = self._restore(arg.value, offs)
+                arg.dynamic = True
+        for entry in launch.env:
+            if entry.file is self.source and entry.value is not None and \
+                    any(ts < entry.span[1] and entry.span[0] < te for ts, te in self.templated):
+                entry.value = None       # known at render time only
+
     def _add(self, launches: list[Launch], env_from: list[str]) -> None:
         for launch in launches:
+            if self.templated:
+                self._unmask(launch)
             launch.env_from = list(env_from)
             launch.hostnames = list(self._where.get("hostnames", []))
             launch.labels = dict(self._where.get("labels", {}))
@@ -292,14 +354,14 @@ class YamlParser:
         for key, service in services.value:
             if not isinstance(service, yaml.MappingNode):
                 continue
-            name = scalar(key) or "?"
+            name = self.plain(key) or "?"
             self._anchor = (key.start_mark.index, key.end_mark.index)
             self._where = {"hostnames": [h for h in (name, scalar(get(service, "container_name")),
                                                      scalar(get(service, "hostname"))) if h]}
             self._where.update(_compose_gpus(service))
             env = self.env_entries(service, f"compose service {name} environment")
             entrypoint, command = get(service, "entrypoint"), get(service, "command")
-            image = scalar(get(service, "image"))
+            image = self.plain(get(service, "image"))
             context, group = f"service {name}", f"{self.source.display}#{index}:{name}"
             if entrypoint is not None:
                 if isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.ScalarNode):
@@ -343,12 +405,24 @@ class YamlParser:
     # -- kubernetes ---------------------------------------------------------------
     def _k8s(self, doc: yaml.Node, index: int) -> None:
         kind = scalar(get(doc, "kind")) or ""
-        meta_name = scalar(get(get(doc, "metadata") or doc, "name")) or ""
+        meta_name = self.plain(get(get(doc, "metadata") or doc, "name")) or ""
         if kind == "ConfigMap":
             self._configmap(doc, meta_name)
             return
         if kind == "Service":
             self._service(doc, meta_name)
+            return
+        # KubeRay runs `ray start` in its pods: their image's entrypoint never runs
+        self._ray = kind in ("RayCluster", "RayService", "RayJob")
+        dstack = not kind and scalar(get(doc, "type")) in ("task", "service", "dev-environment")
+        if dstack and get(doc, "commands") is not None:
+            # dstack task/service: its `commands` replace the image's entrypoint
+            self._loose_scripts(doc, scalar(get(doc, "name")) or scalar(get(doc, "type")) or "")
+            return
+        if not kind and scalar(get(doc, "type")) == "dev-environment":
+            # dstack dev-environment: the image runs an IDE, not its entrypoint; only its
+            # `init:` commands can start something
+            self._loose_scripts(doc, f"dev-environment {meta_name or scalar(get(doc, 'name')) or ''}".strip())
             return
         labelled = "labels" in self.masked[doc.start_mark.index:doc.end_mark.index]
         self._where = {"hostnames": [meta_name] if meta_name else [], "labels": _all_labels(doc) if labelled else {}}
@@ -373,22 +447,45 @@ class YamlParser:
         self._loose_scripts(doc, owner)
 
     def _loose_scripts(self, doc: yaml.Node, owner: str) -> None:
-        """Shell code outside any container (dstack `commands`, SkyPilot `run`, benchmark
-        scenarios, truss `start_command`): scan every scalar that starts vLLM."""
-        if not LAUNCH_HINT_RE.search(self.masked, doc.start_mark.index, doc.end_mark.index):
+        """Shell code outside any container (dstack `commands`, SkyPilot `run`, GitHub Actions and
+        GitLab CI steps, benchmark scenarios, truss `start_command`): scan every scalar that may
+        start vLLM. `env:` maps around a step (workflow, job, step) give the script its variables
+        (`docker run $VLLM_IMAGE`)."""
+        span = (doc.start_mark.index, doc.end_mark.index)
+        if not (LAUNCH_HINT_RE.search(self.masked, *span) or SCRIPT_HINT_RE.search(self.masked, *span)):
             return          # the cheap test first: most documents have no loose script
-        for node in iter_nodes(doc):
-            if (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
-                    and LAUNCH_HINT_RE.search(node.value)):
-                offs = self.offsets(node)
-                if offs is None:
-                    continue
-                line = node.start_mark.line + 1
-                self._anchor = (node.start_mark.index, node.start_mark.index)
-                scan = scan_shell(self.source, node.value, offs, context=f"script at line {line} ({owner})",
-                                  group=f"{self.source.display}:{line}")
-                self._add(scan.launches, [])
-                self.pf.env.extend(scan.env)
+        stack: list[tuple[yaml.Node, dict[str, str]]] = [(doc, {})]
+        seen: set[int] = set()
+        while stack:
+            node, variables = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.MappingNode):
+                env = get(node, "env") or get(node, "variables")
+                if isinstance(env, yaml.MappingNode):
+                    variables = dict(variables)
+                    variables.update({k.value: v.value for k, v in env.value
+                                      if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)})
+                # values of `env:`/`variables:` are data, not commands
+                stack.extend((v, variables) for k, v in reversed(node.value)
+                             if not (v is env and isinstance(env, yaml.MappingNode)))
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend((v, variables) for v in reversed(node.value))
+            elif (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
+                  and (LAUNCH_HINT_RE.search(node.value) or SCRIPT_HINT_RE.search(node.value))):
+                self._loose_script(node, owner, variables)
+
+    def _loose_script(self, node: yaml.ScalarNode, owner: str, variables: dict[str, str]) -> None:
+        offs = self.offsets(node)
+        if offs is None:
+            return
+        line = node.start_mark.line + 1
+        self._anchor = (node.start_mark.index, node.start_mark.index)
+        scan = scan_shell(self.source, node.value, offs, context=f"script at line {line} ({owner})",
+                          group=f"{self.source.display}:{line}", variables=variables)
+        self._add(scan.launches, [])
+        self.pf.env.extend(scan.env)
 
     @staticmethod
     def _is_container(node: yaml.MappingNode, parent_key: str | None = None) -> bool:
@@ -412,11 +509,11 @@ class YamlParser:
         self.pf.services.append(ServiceRef(name, selector, ports))
 
     def _container(self, node: yaml.MappingNode, owner: str, index: int) -> None:
-        name = scalar(get(node, "name")) or "?"
+        name = self.plain(get(node, "name")) or "?"
         gpu = scalar(get(get(get(node, "resources"), "limits"), "nvidia.com/gpu")) or \
             scalar(get(get(get(node, "resources"), "requests"), "nvidia.com/gpu"))
         self._where["gpu_count"] = int(gpu) if gpu and gpu.isdigit() else None
-        image = scalar(get(node, "image"))
+        image = self.plain(get(node, "image"))
         self._anchor = (node.start_mark.index, node.start_mark.index)
         context, group = f"container {name} ({owner})", f"{self.source.display}#{index}:{owner}:{name}"
         env = self.env_entries(node, f"env of container {name}")
