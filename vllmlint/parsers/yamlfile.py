@@ -282,7 +282,8 @@ class YamlParser:
             if site is None:
                 launch.not_editable = "its argv list ends in a form vllmlint does not edit"
             self._add([launch], env_from)
-        elif command is None and not self._ray and (is_vllm_image(image) or _looks_like_vllm_args(values)):
+        elif command is None and not self._ray and (is_vllm_image(image) or (
+                _looks_like_vllm_args(values) and _image_may_be_vllm(image))):
             self._implied(argv, image, env, context, group, env_from, site)
 
     def _implied(self, argv: list[Arg], image, env, context, group, env_from, site, string_node=None) -> None:
@@ -625,6 +626,17 @@ def _compose_gpus(service: yaml.Node) -> dict:
         if count and count.isdigit():
             out["gpu_count"] = int(count)
     return out
+
+
+def _image_may_be_vllm(image: str | None) -> bool:
+    """An args-only container is read by its flags only when its image may be a vLLM build: none
+    given, chosen at run time (`{{ .Values.image }}`, `$IMAGE`), or one that names vLLM
+    (`registry.corp/ml/vllm-custom`). A named image of something else (an inference simulator,
+    SGLang, TGI) takes flags alike and is never vLLM because of them."""
+    if not image:
+        return True
+    text = image.strip()
+    return "$" in text or "{{" in text or "vllm" in text.lower()
 
 
 def _looks_like_vllm_args(values: list[str]) -> bool:
