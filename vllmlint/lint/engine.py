@@ -135,6 +135,10 @@ def _choose(findings: list[Finding], refused: set) -> list[Finding]:
                     continue
                 if start < edit.end and edit.start < end or (start == end == edit.start == edit.end):
                     ok = False
+                # an insertion at the edge of a removal: `[a]` -> `[]` and `[a, b]` -> `[, b]`
+                if (start == end and edit.start <= start <= edit.end and edit.start < edit.end) or \
+                        (edit.start == edit.end and start <= edit.start <= end and start < end):
+                    ok = False
         if ok:
             chosen.append(finding)
             for edit in fix.edits:

@@ -43,12 +43,37 @@ def sibling_values(root: Path) -> list[Path]:
 
 
 def engine() -> str | None:
-    """Which Helm renders: "sdk", "binary" or None (masked reading stays the fallback)."""
+    """Which Helm renders: "binary" (`helm template`, a `helm` on PATH), else "sdk"
+    (helm-python-sdk), else None (masked reading stays the fallback). `VLLMLINT_HELM=sdk|binary|none`
+    forces one (tests, or a team that wants one engine)."""
+    import os
+
+    forced = os.environ.get("VLLMLINT_HELM", "").strip().lower()
+    if forced == "none":
+        return None
+    has_sdk = _has_sdk()
+    if forced == "sdk":
+        return "sdk" if has_sdk else None
+    if forced == "binary" or not forced:
+        if shutil.which("helm"):
+            return "binary"
+        if forced == "binary":
+            return None
+    return "sdk" if has_sdk else None
+
+
+def _has_sdk() -> bool:
     try:
         import helm_python  # noqa: F401
-        return "sdk"
+        return True
     except Exception:
-        return "binary" if shutil.which("helm") else None
+        return False
+
+
+MODE_TEXT = {"binary": "rendered with the helm binary (`helm template`)",
+             "sdk": "rendered with Helm's engine (helm-python-sdk)",
+             None: "not rendered (no Helm engine: pip install 'vllmlint[helm]' or put `helm` on PATH): "
+                   "templates read with their actions masked"}
 
 
 def render(root: Path, values: dict | None, name: str = "release", namespace: str = "default") -> dict[str, str]:
@@ -172,41 +197,112 @@ def _nodes_with_parents(node, parents=()):
             yield from _nodes_with_parents(v, parents + ((node, None),))
 
 
-def expand_charts(files: list, problems: list) -> None:
+@dataclass
+class Rendering:
+    """One values set of one chart as Helm rendered it: what a fix in those values is checked
+    against (render again, require nothing else changed)."""
+
+    root: Path
+    paths: list[Path]                 # values files, Helm's order
+    texts: dict[Path, str]            # their text as rendered
+    real: dict[str, str]              # template name -> rendered manifest
+    disk_values: str | None = None    # the chart's values.yaml as Helm reads it from disk
+
+
+def _deletions(disk, mem):
+    """Keys of the chart's values.yaml on disk that the text being linted no longer has: set to
+    null, which makes Helm drop them (Helm reads the chart's own values.yaml from disk)."""
+    if not (isinstance(disk, dict) and isinstance(mem, dict)):
+        return mem
+    out = dict(mem)
+    for k, v in disk.items():
+        if k not in mem:
+            out[k] = None
+        else:
+            out[k] = _deletions(v, mem[k])
+    return out
+
+
+def render_values(root: Path, values: dict, disk_values: str | None = None) -> dict[str, str]:
+    """Render `values`; when the chart's values.yaml is linted with other text than on disk
+    (a fix pass), keys removed from it are deleted from Helm's defaults too."""
+    if disk_values is not None:
+        try:
+            disk = yaml.safe_load(disk_values) or {}
+        except yaml.YAMLError:
+            disk = {}
+        if isinstance(disk, dict):
+            values = _deletions(disk, values)
+    return render(root, values)
+
+
+def expand_charts(files: list, problems: list, helm_values: dict | None = None) -> list[Rendering]:
     """Replace the masked reading of each chart's templates and values with the launches of its
     rendering: argv tokens and env entries that come from a values file carry that file's spans
-    (findings and fixes land there); the rest points at the launch. `files`: the project's
-    ParsedFiles, edited in place. Any failure leaves the masked reading and says why."""
+    (findings and fixes land there); the rest points at the template. `files`: the project's
+    ParsedFiles, edited in place. `helm_values`: chart root (or None: every chart) -> values
+    files given with `--values` or the `helm-values` setting (one rendering on top of the chart's
+    values.yaml); without them each `values-*.yaml` beside values.yaml is a rendering of its own.
+    Any failure leaves the masked reading and says why (a note on Chart.yaml)."""
     from ..model.launch import Arg, EnvEntry, ParsedFile, SourceFile
-    from .yaml_edit import remove_item
+    from .yaml_edit import append_site, remove_item
     from .yamlfile import YamlParser
 
+    helm_values = helm_values or {}
+    renderings: list[Rendering] = []
     by_path = {pf.source.path: i for i, pf in enumerate(files)}
     roots = sorted({pf.source.path.parent for pf in files if pf.source.path.name == "Chart.yaml"})
     roots = [r for r in roots if not any(o != r and r.is_relative_to(o / "charts") for o in roots)]
+    kind = engine()
     for root in roots:
         chart_pf = files[by_path[root / "Chart.yaml"]]
-        if engine() is None:
-            chart_pf.notes.append("Helm chart read with its templates masked (no Helm engine: "
-                                  "pip install 'vllmlint[helm]')")
+        _missing_dependencies(root, chart_pf)
+        if kind is None:
+            chart_pf.notes.append("Helm chart " + MODE_TEXT[None])
+            _prefer_values_shapes(files, root)
             continue
         vpath = root / "values.yaml"
-        if vpath not in by_path:
+        explicit = [Path(p) for p in helm_values.get(root, []) + helm_values.get(None, [])]
+        if vpath not in by_path and not explicit:
+            chart_pf.notes.append("Helm chart not rendered: no values.yaml")
             continue
-        vsrc = files[by_path[vpath]].source
-        sets = [[vpath]] + [[vpath, p] for p in sibling_values(root) if p in by_path]
+        for p in explicit:
+            if p not in by_path:            # given on the command line but not discovered: read it
+                try:
+                    files.append(ParsedFile(SourceFile(p, str(p), p.read_text(encoding="utf-8"), "yaml")))
+                except OSError as err:
+                    problems_note = f"values file {p} not read: {err.strerror or err}"
+                    chart_pf.notes.append(problems_note)
+                    continue
+                by_path[p] = len(files) - 1
+        base = [vpath] if vpath in by_path else []
+        explicit = [p for p in explicit if p in by_path]
+        sets = [base + explicit] if explicit else [base] + [base + [p] for p in sibling_values(root) if p in by_path]
+        vsrc = files[by_path[base[0] if base else explicit[0]]].source
+        disk = None
+        if vpath in by_path:
+            try:
+                on_disk = vpath.read_text(encoding="utf-8")
+            except OSError:
+                on_disk = None
+            if on_disk is not None and on_disk != files[by_path[vpath]].source.text:
+                disk = on_disk
         out_launches: dict = {}
+        used: set[Path] = set()
         rendered_ok = False
         for paths in sets:
             srcs = {p: files[by_path[p]].source for p in paths}
             try:
                 vs = load_values([(p, srcs[p].text) for p in paths])
-                real, marked = render(root, vs.real), render(root, vs.marked)
+                real = render_values(root, vs.real, disk)
+                marked = render_values(root, vs.marked, disk)
             except Exception as err:
                 chart_pf.notes.append(f"Helm rendering with {', '.join(p.name for p in paths)} failed: "
                                       f"{str(err).splitlines()[0] if str(err) else type(err).__name__}")
                 continue
             rendered_ok = True
+            used.update(paths)
+            renderings.append(Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk))
             for name, text in real.items():
                 tpl = root / name.split("/", 1)[1] if "/" in name else None
                 if tpl is None or "vllm" not in text:
@@ -221,21 +317,76 @@ def expand_charts(files: list, problems: list) -> None:
                     continue
                 tsrc = files[by_path[tpl]].source if tpl in by_path else None
                 for launch, mlaunch in zip(rp.launches, mp.launches):
-                    _remap(launch, mlaunch, vs, srcs, vsrc, tsrc, Arg, EnvEntry, remove_item)
+                    _remap(launch, mlaunch, vs, srcs, vsrc, tsrc, Arg, EnvEntry, remove_item, append_site)
                     out_launches.setdefault(launch.file.path, []).append(launch)
-        if not rendered_ok or not out_launches:
-            if rendered_ok:        # e.g. a model catalogue whose entries are all disabled by default
-                chart_pf.notes.append("Helm rendering starts no vLLM launch: values read as they are")
+        if not rendered_ok:
+            _prefer_values_shapes(files, root)
             continue
-        # the chart's own files: rendered launches replace what the masked reading found
+        if not out_launches:        # e.g. a model catalogue whose entries are all disabled by default
+            chart_pf.notes.append(f"Helm chart {MODE_TEXT[kind]}: the rendering starts no vLLM launch")
+            continue
+        # the chart's own files and the values files rendered: rendered launches replace what
+        # the masked (or values-shape) reading found
         for i, pf in enumerate(files):
-            if pf.source.path.is_relative_to(root) and pf.source.kind in ("yaml", "k8s", "compose"):
+            path = pf.source.path
+            if (path.is_relative_to(root) or path in used) and pf.source.kind in ("yaml", "k8s", "compose"):
                 new = ParsedFile(pf.source, notes=list(pf.notes))
-                new.launches = out_launches.get(pf.source.path, [])
+                new.launches = out_launches.get(path, [])
                 new.env = [e for l in new.launches for e in l.env]
                 files[i] = new
-        chart_pf = files[by_path[root / "Chart.yaml"]]
-        chart_pf.notes.append("Helm chart rendered with Helm's engine")
+        files[by_path[root / "Chart.yaml"]].notes.append(
+            f"Helm chart {MODE_TEXT[kind]} with {len(sets)} values set(s): "
+            + "; ".join(" + ".join(p.name for p in ps) for ps in sets))
+    return renderings
+
+
+def _missing_dependencies(root: Path, chart_pf) -> None:
+    """Dependencies Chart.yaml names that the chart does not vendor under charts/: reported,
+    never fetched (Helm renders without them when their `condition` is off)."""
+    try:
+        meta = yaml.safe_load(chart_pf.source.text) or {}
+    except yaml.YAMLError:
+        return
+    deps = meta.get("dependencies") if isinstance(meta, dict) else None
+    if not isinstance(deps, list):
+        return
+    charts = root / "charts"
+    have = {p.name for p in charts.iterdir()} if charts.is_dir() else set()
+    missing = [d.get("name") for d in deps if isinstance(d, dict) and d.get("name")
+               and not any(h == d["name"] or h.startswith(d["name"] + "-") for h in have)]
+    if missing:
+        chart_pf.notes.append(f"dependencies not vendored under charts/ (not fetched): {', '.join(missing)}")
+
+
+def _prefer_values_shapes(files: list, root: Path) -> None:
+    """Without a rendering: when the chart's values are read by their shape (production-stack's
+    modelSpec, a vLLM image beside an args list), those launches stand for the chart, and the
+    masked templates' launches (`{{ ... }}` as the model) are dropped."""
+    from ..model.launch import ParsedFile
+
+    vals = [pf for pf in files if pf.source.path.parent == root and pf.launches
+            and re.fullmatch(r"values(?:[-.].+)?\.ya?ml", pf.source.path.name)]
+    if not vals:
+        return
+    for i, pf in enumerate(files):
+        if pf.source.path.is_relative_to(root / "templates") and pf.launches:
+            files[i] = ParsedFile(pf.source, notes=list(pf.notes) + ["launches read from the chart's values instead"])
+
+
+def _args_seq(mapping) -> yaml.SequenceNode | None:
+    """An `...args` list in `mapping` or in a mapping directly below it."""
+    if not isinstance(mapping, yaml.MappingNode):
+        return None
+    for k, v in mapping.value:
+        if isinstance(k, yaml.ScalarNode) and re.search(r"(?i)args$", k.value) and isinstance(v, yaml.SequenceNode):
+            return v
+    for _, v in mapping.value:
+        if isinstance(v, yaml.MappingNode):
+            for k, w in v.value:
+                if isinstance(k, yaml.ScalarNode) and re.search(r"(?i)args$", k.value) \
+                        and isinstance(w, yaml.SequenceNode):
+                    return w
+    return None
 
 
 def _literal_span(src, value: str):
@@ -246,7 +397,7 @@ def _literal_span(src, value: str):
     return (i, i + len(value)) if i >= 0 else None
 
 
-def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item) -> None:
+def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item, append_site) -> None:
     from .yaml_source import scalar_offsets
 
     def origin_of(mval: str):
@@ -282,6 +433,30 @@ def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_i
     launch.file = home
     launch.append_site = None
     launch.not_editable = "the chart's templates build its argv: add the flag to its values by hand"
+    # the chart's own extra-args list (`extraArgs`, production-stack `vllmConfig.extraArgs`):
+    # a new flag goes after its last item (checked by rendering again, helm.verify_fixes)
+    for a, m in zip(reversed(launch.argv), reversed(mlaunch.argv)):
+        o = origin_of(m.value) if same else None
+        if o is None or a.file is None or len(o.parents) < 2:
+            continue
+        seq, key = o.parents[-1][0], o.parents[-2][1]
+        if isinstance(seq, yaml.SequenceNode) and isinstance(key, yaml.ScalarNode) \
+                and re.search(r"(?i)args$", key.value):
+            site = append_site(home, home.text, seq)
+            if site is not None:
+                launch.append_site, launch.not_editable = site, None
+            break
+    else:
+        # no flag of the list is rendered (an empty `extraArgs: []`): the args list beside the
+        # values the launch is built from (production-stack's modelSpec[i].vllmConfig.extraArgs)
+        if first is not None and srcs.get(first.file) is home:
+            for owner, _ in reversed(first.parents[-2:]):
+                seq = _args_seq(owner)
+                if seq is not None:
+                    site = append_site(home, home.text, seq)
+                    if site is not None:
+                        launch.append_site, launch.not_editable = site, None
+                    break
     env = []
     real_env = list(launch.env)
     for me in mlaunch.env:

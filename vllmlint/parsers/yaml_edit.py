@@ -5,6 +5,8 @@ comments, quoting, indentation, CRLF - is never re-serialised.
 """
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from ..model.launch import AppendSite, Edit, SourceFile
@@ -97,6 +99,9 @@ def remove_item(file: SourceFile, text: str, collection: yaml.Node, index: int,
 def append_site(file: SourceFile, text: str, seq: yaml.SequenceNode) -> AppendSite | None:
     """Where a new last item of `seq` goes, written in the style of its current last item."""
     if not seq.value:
+        inner = text[seq.start_mark.index:seq.end_mark.index]
+        if seq.flow_style and re.fullmatch(r"\[[ \t]*\]", inner):     # `[]`: the first item goes inside
+            return AppendSite(file, seq.start_mark.index + 1, '"{}"')
         return None
     last = seq.value[-1]
     if not isinstance(last, yaml.ScalarNode) or last.style in ("|", ">"):

@@ -353,6 +353,10 @@ class YamlParser:
         labelled = "labels" in self.masked[doc.start_mark.index:doc.end_mark.index]
         self._where = {"hostnames": [meta_name] if meta_name else [], "labels": _all_labels(doc) if labelled else {}}
         owner = f"{kind}/{meta_name}" if kind else (meta_name or f"document {index + 1}")
+        if not kind:
+            from .helm_values import is_stack_values, read_stack_values
+            if is_stack_values(doc):        # production-stack chart values, read without the chart
+                read_stack_values(self, doc, index)
         seen: set[int] = set()
         stack: list[tuple[yaml.Node, str | None]] = [(doc, None)]
         while stack:
@@ -367,7 +371,7 @@ class YamlParser:
                 for k, v in node.value:
                     if isinstance(v, yaml.SequenceNode) and ARGS_KEY_RE.search(scalar(k) or "") \
                             and id(v) not in self.consumed:
-                        self._args_list(scalar(k), v, owner, index)
+                        self._args_list(scalar(k), v, owner, index, node)
             elif isinstance(node, yaml.SequenceNode):
                 stack.extend((v, parent_key) for v in reversed(node.value))
         self._loose_scripts(doc, owner)
@@ -430,12 +434,21 @@ class YamlParser:
         if len(self.pf.launches) == before:
             self._args_in_env(node, image, env, context, group, env_from)
 
-    def _args_list(self, key: str, seq: yaml.SequenceNode, owner: str, index: int) -> None:
+    def _args_list(self, key: str, seq: yaml.SequenceNode, owner: str, index: int,
+                   parent: yaml.Node | None = None) -> None:
         """Chart values and recipes keep vLLM's flags in a list (`extraArgs`, `vllm_args`,
-        `server_cmd_template`) that a template later puts after `vllm serve`."""
+        `server_cmd_template`) that a template later puts after `vllm serve`. Beside a vLLM
+        image (`image: {repository: vllm/vllm-openai, tag: v0.29.0}`) any args list is one,
+        with the image's release and the `env` list next to it."""
+        from .helm_values import image_beside
+
         argv = [self.arg(n) for n in seq.value if isinstance(n, yaml.ScalarNode)]
-        if not argv or not _looks_like_vllm_args([a.value for a in argv]):
+        image = image_beside(parent) if parent is not None and not self.templated else None
+        if not argv or not (image or _looks_like_vllm_args([a.value for a in argv])):
             return
+        env = []
+        if image and isinstance(get(parent, "env"), yaml.SequenceNode) and not self._is_container(parent):
+            env = self.env_entries(parent, f"env beside `{key}` (chart values)")
         self.consumed.update(id(n) for n in [seq, *seq.value])
         line = seq.start_mark.line + 1
         self._anchor = (seq.start_mark.index, seq.start_mark.index)
@@ -443,7 +456,7 @@ class YamlParser:
         launch = Launch(kind=serve_kind([a.value for a in argv]), file=self.source, span=argv[0].span or self._anchor,
                         argv=[Arg("vllm"), Arg("serve")] + argv, options_start=2,
                         context=f"`{key}` at line {line} ({owner})", group=f"{self.source.display}#{index}:{key}:{line}",
-                        program=f"vllm serve (flags from `{key}`)", append_site=site,
+                        program=f"vllm serve (flags from `{key}`)", append_site=site, env=env, image=image,
                         not_editable=None if site else "its list ends in a form vllmlint does not edit")
         self._add([launch], [])
 
