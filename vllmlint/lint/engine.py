@@ -59,6 +59,9 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
     findings, problems = run_rules(project, [r for r in rules if not getattr(r, "post", False)], unsafe)
     if gate:
         gate_fixes_by_release(findings)
+    if project.charts:          # a fix in a chart's values must render as exactly that change
+        from ..parsers.helm import verify_fixes
+        verify_fixes(project.charts, findings)
     dirs = [d for source in project.sources for d in suppress.directives(source)]
     ranges = [(pf.source, *r) for pf in project.files for r in pf.ignore_ranges]
     per_file = (lambda f: settings.ignored_codes(f.file.display, f.file.path)) if settings else (lambda f: [])

@@ -207,6 +207,9 @@ class Rendering:
     texts: dict[Path, str]            # their text as rendered
     real: dict[str, str]              # template name -> rendered manifest
     disk_values: str | None = None    # the chart's values.yaml as Helm reads it from disk
+    # flags a template writes itself, in a launch reported in a values file: (launch file,
+    # span in the template, template, flag); a finding at that span moves to the template
+    literals: list = field(default_factory=list)
 
 
 def _deletions(disk, mem):
@@ -279,14 +282,12 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
         explicit = [p for p in explicit if p in by_path]
         sets = [base + explicit] if explicit else [base] + [base + [p] for p in sibling_values(root) if p in by_path]
         vsrc = files[by_path[base[0] if base else explicit[0]]].source
-        disk = None
+        disk = None                   # Helm reads the chart's values.yaml from disk
         if vpath in by_path:
             try:
-                on_disk = vpath.read_text(encoding="utf-8")
+                disk = vpath.read_text(encoding="utf-8")
             except OSError:
-                on_disk = None
-            if on_disk is not None and on_disk != files[by_path[vpath]].source.text:
-                disk = on_disk
+                disk = None
         out_launches: dict = {}
         used: set[Path] = set()
         rendered_ok = False
@@ -317,7 +318,9 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                     continue
                 tsrc = files[by_path[tpl]].source if tpl in by_path else None
                 for launch, mlaunch in zip(rp.launches, mp.launches):
-                    _remap(launch, mlaunch, vs, srcs, vsrc, tsrc, Arg, EnvEntry, remove_item, append_site)
+                    literals: list = []
+                    _remap(launch, mlaunch, vs, srcs, vsrc, tsrc, Arg, EnvEntry, remove_item, append_site, literals)
+                    renderings[-1].literals.extend((launch.file, *lit) for lit in literals)
                     out_launches.setdefault(launch.file.path, []).append(launch)
         if not rendered_ok:
             _prefer_values_shapes(files, root)
@@ -389,6 +392,13 @@ def _args_seq(mapping) -> yaml.SequenceNode | None:
     return None
 
 
+def _item_span(src, value: str):
+    """Where a template writes `value` as a list item or a flow-list element (first one)."""
+    m = re.search(r"(?m)(?:^[ \t]*-[ \t]+|[\[,][ \t]*)([\"']?)" + re.escape(value) + r"\1(?=[ \t]*(?:$|[,\]#]))",
+                  src.text)
+    return (m.start(1), m.end()) if m else None
+
+
 def _literal_span(src, value: str):
     """Where a rendered literal is written in its template (first occurrence), if it is."""
     if src is None or not value:
@@ -397,7 +407,8 @@ def _literal_span(src, value: str):
     return (i, i + len(value)) if i >= 0 else None
 
 
-def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item, append_site) -> None:
+def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item, append_site,
+           literals: list) -> None:
     from .yaml_source import scalar_offsets
 
     def origin_of(mval: str):
@@ -420,6 +431,10 @@ def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_i
             node, text = o.node, home.text
             argv.append(Arg(a.value, home, (node.start_mark.index, node.end_mark.index),
                             locate=lambda node=node, text=text: scalar_offsets(text, node)))
+        elif tsrc is not None and same and not a.dynamic and a.value.startswith("-") \
+                and not MARKER_RE.search(mlaunch.argv[i].value) and (span := _item_span(tsrc, a.value)):
+            argv.append(Arg(a.value, tsrc, span))      # a flag the template writes: reported there
+            literals.append((span, tsrc, a.value))
         else:
             argv.append(Arg(a.value, None, None, dynamic=a.dynamic))
     launch.argv = argv
@@ -486,3 +501,176 @@ def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_i
         entry = EnvEntry(e.name, e.value, src, span, f"{e.origin} (values {o.path.rsplit('.', 1)[0]})", removal)
         env.append(entry)
     launch.env = env
+
+
+# --------------------------------------------------------------------------------------------
+# A fix in a chart's values is checked by rendering the chart again
+# --------------------------------------------------------------------------------------------
+LIST_KEYS = {"env", "args", "command", "envFrom", "extraArgs"}
+
+
+def verify_fixes(renderings: list[Rendering], findings: list) -> None:
+    """Keep a fix that edits a chart's values only if, rendered again with the fix, the chart's
+    output changes exactly where the fix means it to: every line that goes holds a value the fix
+    removes, every line that comes holds a value it adds, nothing else moves. A fix in a chart's
+    templates is never made (the value is built by template logic). Otherwise the finding keeps
+    no fix and says to edit by hand."""
+    by_values: dict[Path, list[Rendering]] = {}
+    for r in renderings:
+        for p in r.paths:
+            by_values.setdefault(p, []).append(r)
+    roots = {r.root for r in renderings}
+    moves = {(id(lf), span): (tsrc, value) for r in renderings for lf, span, tsrc, value in r.literals}
+    for f in findings:
+        move = moves.get((id(f.file), tuple(f.span)))
+        if move and f.file.text[f.span[0]:f.span[1]].strip("\"'") != move[1]:
+            f.file = move[0]          # the rule reported it on the launch's file: the template writes it
+        fix = getattr(f, "fix", None)
+        if fix is None:
+            continue
+        touched = {e.file.path for e in fix.edits}
+        reason = None
+        if any(p.is_relative_to(root / "templates") for p in touched for root in roots):
+            reason = "the chart's templates build it: edit the template by hand"
+        else:
+            seen: list[Rendering] = []
+            for p in touched:
+                for r in by_values.get(p, []):
+                    if r not in seen:
+                        seen.append(r)
+            for r in seen:
+                reason = check_rendering(r, fix.edits)
+                if reason:
+                    break
+        if reason:
+            f.fix, f.fixable = None, False
+            f.message += f" (no automatic fix: {reason})"
+
+
+def _apply(text: str, edits: list) -> str:
+    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        text = text[:e.start] + e.text + text[e.end:]
+    return text
+
+
+def _scalars(text: str) -> list[str] | None:
+    from .yaml_source import compose_all
+
+    try:
+        docs = compose_all(text)
+    except Exception:
+        return None
+    out = []
+    for doc in docs:
+        for node, _ in (_nodes_with_parents(doc) if doc is not None else ()):
+            if isinstance(node, yaml.ScalarNode):
+                out.append(node.value)
+            elif isinstance(node, yaml.MappingNode):
+                out.extend(k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode))
+    return out
+
+
+def check_rendering(r: Rendering, edits: list) -> str | None:
+    """Why the fix `edits` is not the change it means to be in rendering `r`, or None."""
+    from collections import Counter
+    from difflib import SequenceMatcher
+
+    texts = dict(r.texts)
+    removed: set[str] = set()
+    added: set[str] = set()
+    for p in r.paths:
+        mine = [e for e in edits if e.file.path == p]
+        if not mine:
+            continue
+        new = _apply(texts[p], mine)
+        before, after = _scalars(texts[p]), _scalars(new)
+        if after is None or before is None:
+            return "the values file would not parse"
+        removed |= set(Counter(before) - Counter(after))
+        added |= set(Counter(after) - Counter(before))
+        texts[p] = new
+    if any(e.file.path not in texts for e in edits):
+        return None            # the fix also edits files outside this rendering: checked elsewhere
+    try:
+        vs = load_values([(p, texts[p]) for p in r.paths])
+        out = render_values(r.root, vs.real, r.disk_values)
+    except Exception as err:
+        return f"the chart no longer renders with it ({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+    changed = False
+    for name in sorted(set(r.real) | set(out)):
+        a, b = r.real.get(name, "").splitlines(), out.get(name, "").splitlines()
+        if a == b:
+            continue
+        changed = True
+        launch_docs = _launch_docs(r.root, name, a)
+        for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            if _doc_index(a, i1) not in launch_docs:
+                return f"rendered again, it also changes {name.split('/', 1)[-1]} outside the vLLM launch"
+            if not all(_line_ok(line, removed) for line in a[i1:i2]) or \
+                    not all(_line_ok(line, added) for line in b[j1:j2]):
+                return f"rendered again, it changes more than this in {name.split('/', 1)[-1]}"
+    if not changed:
+        return "rendered again, the chart's output does not change"
+    return None
+
+
+def _doc_index(lines: list[str], i: int) -> int:
+    return sum(1 for line in lines[:i] if line.startswith("---"))
+
+
+def _launch_docs(root: Path, name: str, lines: list[str]) -> set[int]:
+    """Indexes of the rendered documents of template `name` that hold a vLLM launch."""
+    from ..model.launch import SourceFile
+    from .yamlfile import YamlParser
+
+    docs, cur = [], []
+    for line in lines:
+        if line.startswith("---"):
+            docs.append(cur)
+            cur = []
+        else:
+            cur.append(line)
+    docs.append(cur)
+    out = set()
+    for i, doc in enumerate(docs):
+        text = "\n".join(doc) + "\n"
+        if "vllm" not in text:
+            continue
+        try:
+            if YamlParser(SourceFile(root / name, name, text, "k8s")).parse().launches:
+                out.add(i)
+        except Exception:
+            continue
+    return out
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        import json
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text[1:-1]
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    return text
+
+
+def _line_ok(line: str, allowed: set[str]) -> bool:
+    t = line.strip()
+    while t.startswith("- ") or t == "-":
+        t = t[2:].strip()
+    if not t:
+        return True
+    if _unquote(t) in allowed:
+        return True
+    m = re.fullmatch(r"([\w.\-/]+):(?:\s+(.*))?", t)
+    if m:
+        key, value = m.group(1), m.group(2)
+        if value is None or value.strip() in ("", "[]", "{}"):
+            return key in LIST_KEYS or key in allowed
+        return _unquote(value) in allowed
+    return False
