@@ -104,9 +104,13 @@ def check_codes(codes: list[str], option: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary, no progress messages.")
 @click.option("--stdin-filename", metavar="NAME",
               help="With `-` as PATH: the name the file read from stdin has (it decides the file kind).")
+@click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`; "
+                   "setting: helm-values).")
+@click.option("-v", "--verbose", is_flag=True, help="Also say how each file was read (Helm charts: which engine rendered them).")
 def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, topology, model_config,
           prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero,
-          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename):
+          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, values_files, verbose):
     """Check PATHS (default: the current folder; `-`: one file from stdin)."""
     from pathlib import Path
 
@@ -149,10 +153,12 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
         if len(paths) > 1:
             raise click.UsageError("`-` (stdin) is checked on its own: name no other PATH with it")
         candidates, missing, tmp, raw_stdin = _stdin_candidate(stdin_filename)
+        helm_values = {}
     else:
         if stdin_filename:
             raise click.UsageError("--stdin-filename goes with `-` as PATH")
-        candidates, missing = discover(list(paths) or ["."])
+        helm_values = settings.chart_values(values_files)
+        candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
         candidates = [c for c in candidates
                       if not (settings.exclude and (force_exclude or not c.explicit)
                               and settings.excluded(c.display, c.path))]
@@ -162,7 +168,8 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
                "prompt_tokens": settings.prompt_tokens}
     rules = list(selected_rules(target_version, settings.select, settings.ignore, options))
     try:
-        outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings)
+        outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings,
+                                helm_values=helm_values)
     finally:
         if stdin:
             import shutil
@@ -170,6 +177,8 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
             shutil.rmtree(tmp, ignore_errors=True)
     errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
     note = (lambda s: None) if quiet else (lambda s: click.echo(s, err=True))
+    for line in file_notes(outcome.project, verbose):
+        note(line)
     report_err = False             # findings go to stderr: stdout holds the fixed file (stdin --fix)
     changed = outcome.changed()
     if diff:
@@ -229,6 +238,33 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     sys.exit(1 if failing(findings, fail_level) else 0)
 
 
+def _values_paths(helm_values: dict, paths) -> list[str]:
+    """Values files to read with the run (so that fixes in them are written): `--values` files,
+    and the setting's files of charts inside PATHS."""
+    from pathlib import Path
+
+    import os
+
+    roots = [Path(p).absolute() for p in (list(paths) or ["."])]
+    out = []
+    for chart, files in helm_values.items():
+        if chart is None or any(chart == r or chart.is_relative_to(r) for r in roots):
+            out += [os.path.relpath(f) if f.is_relative_to(Path.cwd()) else str(f) for f in files if f.exists()]
+    return out
+
+
+def file_notes(project, verbose: bool) -> list[str]:
+    """How files were read, for the user: with --verbose every note; without it, only that a
+    Helm chart was not rendered (an info note: its templates were read masked)."""
+    out = []
+    for pf in project.files:
+        for n in pf.notes:
+            chart = pf.source.path.name == "Chart.yaml"
+            if verbose or (chart and (n.startswith("Helm chart not rendered") or " failed:" in n)):
+                out.append(f"{'info' if chart else 'note'}: {pf.source.display}: {n}")
+    return out
+
+
 def _stdin_candidate(name: str | None):
     """The file read from stdin as a candidate: written to a private temporary folder under
     its --stdin-filename (which decides its kind), reported under that name."""
@@ -265,13 +301,25 @@ def _write(outcome) -> list[str]:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def launches(paths, fmt):
+@click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`).")
+@click.option("-v", "--verbose", is_flag=True, help="Also say how each file was read.")
+def launches(paths, fmt, values_files, verbose):
     """List every vLLM launch found, with its argv and environment."""
+    from pathlib import Path
+
+    from .lint.config import ConfigError, load_settings
     from .lint.project import load
     from .lint.report import launch_dict
 
-    candidates, missing = discover(list(paths) or ["."])
-    project = load(candidates)
+    try:
+        helm_values = load_settings(Path.cwd()).chart_values(values_files)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
+    project = load(candidates, helm_values=helm_values)
+    for line in file_notes(project, verbose):
+        click.echo(line, err=True)
     rows = [launch_dict(l) for l in project.launches]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
@@ -330,7 +378,9 @@ def _optional_target(ctx, param, value):
 @click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
               help="Write a Markdown summary for a pull request: per file what changed and why, what needs a human.")
-def migrate(paths, to_version, from_version, diff, report_file):
+@click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`).")
+def migrate(paths, to_version, from_version, diff, report_file, values_files):
     """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
@@ -340,10 +390,17 @@ def migrate(paths, to_version, from_version, diff, report_file):
     from .lint.report import text_line, unified_diff
     from .knowledge.versions import fmt
 
-    candidates, missing = discover(list(paths) or ["."])
+    from pathlib import Path
+
+    from .lint.config import ConfigError, load_settings
+    try:
+        helm_values = load_settings(Path.cwd()).chart_values(values_files)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
     origin = "--from"
     if from_version is None:
-        found = detect_version(load(candidates))
+        found = detect_version(load(candidates, helm_values=helm_values))
         from_version, origin = (found.version, found.where) if found else (None, "")
     steps = steps_between(from_version, to_version)
     bumps_seen = []
@@ -354,7 +411,7 @@ def migrate(paths, to_version, from_version, diff, report_file):
         return [b.edit for b in bumps if b.edit]
 
     with _progress(len(candidates) * max(len(steps), 1)):
-        chain = run_chain(candidates, steps, post_edits)
+        chain = run_chain(candidates, steps, post_edits, helm_values)
     outcome = chain.outcome
     fixed_all = [f for step in chain.steps for f in step.fixed] if len(steps) > 1 else list(outcome.fixed)
     errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped

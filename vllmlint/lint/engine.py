@@ -155,7 +155,7 @@ def _fix_key(finding: Finding) -> tuple:
 
 def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                   post_edits=None, unsafe: bool = False, settings=None, cache: ParseCache | None = None,
-                  gate: bool = True, extra_images: tuple[str, ...] = ()) -> Outcome:
+                  gate: bool = True, extra_images: tuple[str, ...] = (), helm_values: dict | None = None) -> Outcome:
     """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate).
     `cache`: parsed files to reuse (a migrate chain shares one across its steps); each pass
     re-parses only the files the previous pass changed. `gate`: see gate_fixes_by_release
@@ -168,7 +168,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     refused: set = set()
     post_done = post_edits is None
     for _ in range(MAX_PASSES):
-        project = load(candidates, overrides, cache, extra_images)
+        project = load(candidates, overrides, cache, extra_images, helm_values)
         findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
         if not fix:
             return Outcome(findings, project.problems + problems, project, suppressed=suppressed)
@@ -203,7 +203,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                 refused.add(_fix_key(finding))
             else:
                 fixed.append(finding)
-    project = load(candidates, overrides, cache, extra_images)
+    project = load(candidates, overrides, cache, extra_images, helm_values)
     findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
     return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                    suppressed)

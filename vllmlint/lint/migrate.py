@@ -235,7 +235,7 @@ class _StartFrom:
         return False
 
 
-def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) -> Chain:
+def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, helm_values: dict | None = None) -> Chain:
     """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last."""
     from .engine import Outcome, check_and_fix
     from .project import ParseCache
@@ -253,7 +253,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None) ->
         last = i + 1 == len(steps)
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
-                                    cache=cache, gate=False)
+                                    cache=cache, gate=False, helm_values=helm_values)
         changed = outcome.changed()
         for path, (orig, new) in changed.items():
             originals.setdefault(path, orig)

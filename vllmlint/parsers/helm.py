@@ -258,7 +258,10 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
     roots = [r for r in roots if not any(o != r and r.is_relative_to(o / "charts") for o in roots)]
     kind = engine()
     for root in roots:
-        chart_pf = files[by_path[root / "Chart.yaml"]]
+        from dataclasses import replace
+        # a copy: the parse cache keeps the parser's own ParsedFile, notes are per run
+        chart_pf = files[by_path[root / "Chart.yaml"]] = replace(files[by_path[root / "Chart.yaml"]],
+                                                                 notes=list(files[by_path[root / "Chart.yaml"]].notes))
         _missing_dependencies(root, chart_pf)
         if kind is None:
             chart_pf.notes.append("Helm chart " + MODE_TEXT[None])
@@ -303,7 +306,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                 continue
             rendered_ok = True
             used.update(paths)
-            renderings.append(Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk))
+            rendering = Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk)
             for name, text in real.items():
                 tpl = root / name.split("/", 1)[1] if "/" in name else None
                 if tpl is None or "vllm" not in text:
@@ -320,7 +323,9 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                 for launch, mlaunch in zip(rp.launches, mp.launches):
                     literals: list = []
                     _remap(launch, mlaunch, vs, srcs, vsrc, tsrc, Arg, EnvEntry, remove_item, append_site, literals)
-                    renderings[-1].literals.extend((launch.file, *lit) for lit in literals)
+                    rendering.literals.extend((launch.file, *lit) for lit in literals)
+                    if not renderings or renderings[-1] is not rendering:
+                        renderings.append(rendering)      # fixes in its values are checked against it
                     out_launches.setdefault(launch.file.path, []).append(launch)
         if not rendered_ok:
             _prefer_values_shapes(files, root)
@@ -333,7 +338,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
         for i, pf in enumerate(files):
             path = pf.source.path
             if (path.is_relative_to(root) or path in used) and pf.source.kind in ("yaml", "k8s", "compose"):
-                new = ParsedFile(pf.source, notes=list(pf.notes))
+                new = ParsedFile(pf.source, notes=[n for n in pf.notes if "Go template action" not in n])
                 new.launches = out_launches.get(path, [])
                 new.env = [e for l in new.launches for e in l.env]
                 files[i] = new
@@ -371,9 +376,20 @@ def _prefer_values_shapes(files: list, root: Path) -> None:
             and re.fullmatch(r"values(?:[-.].+)?\.ya?ml", pf.source.path.name)]
     if not vals:
         return
+    from dataclasses import replace
+
+    shaped = [l for pf in vals for l in pf.launches]
     for i, pf in enumerate(files):
         if pf.source.path.is_relative_to(root / "templates") and pf.launches:
-            files[i] = ParsedFile(pf.source, notes=list(pf.notes) + ["launches read from the chart's values instead"])
+            # the settings a template writes itself reach every launch of the values (reported
+            # at the template line, never edited: masked, the template is not read exactly)
+            env = [replace(e, removal=None, launches=[]) for l in pf.launches for e in l.env
+                   if e.file is pf.source and e.value is not None and "{{" not in pf.source.text[e.span[0]:e.span[1]]]
+            env = list({(e.name, e.span): e for e in env}.values())
+            for launch in shaped:
+                launch.env = list(launch.env) + env
+            files[i] = ParsedFile(pf.source, env=env,
+                                  notes=list(pf.notes) + ["launches read from the chart's values instead"])
 
 
 def _args_seq(mapping) -> yaml.SequenceNode | None:
