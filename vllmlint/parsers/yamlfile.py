@@ -421,6 +421,9 @@ class YamlParser:
             scalar(get(get(get(node, "resources"), "requests"), "nvidia.com/gpu"))
         self._where["gpu_count"] = int(gpu) if gpu and gpu.isdigit() else None
         image = scalar(get(node, "image"))
+        if image is None and isinstance(get(node, "image"), yaml.MappingNode) and not self.templated:
+            from .helm_values import values_image     # chart values: `image: {repository, tag}`
+            image = values_image(node)
         self._anchor = (node.start_mark.index, node.start_mark.index)
         context, group = f"container {name} ({owner})", f"{self.source.display}#{index}:{owner}:{name}"
         env = self.env_entries(node, f"env of container {name}")
