@@ -1,5 +1,6 @@
-"""Helm charts as Helm renders them (first step of issue 15): render a chart with the real Helm
-engine and learn, for every value in the values files, where it lands in the rendered output.
+"""Helm charts as Helm renders them (issue 15): render a chart with the real Helm engine, learn
+for every value in the values files where it lands in the rendered output, and check a fix in
+the values by rendering again (`verify_fixes`).
 
 Engine: the `helm-python-sdk` package (`pip install 'vllmlint[helm]'`, Helm's Go SDK as a shared
 library, offline) else a `helm` binary on PATH (`helm template`), else none (callers keep
@@ -43,23 +44,21 @@ def sibling_values(root: Path) -> list[Path]:
 
 
 def engine() -> str | None:
-    """Which Helm renders: "binary" (`helm template`, a `helm` on PATH), else "sdk"
-    (helm-python-sdk), else None (masked reading stays the fallback). `VLLMLINT_HELM=sdk|binary|none`
-    forces one (tests, or a team that wants one engine)."""
+    """Which Helm renders: "sdk" (helm-python-sdk: a pinned Helm, in process, offline), else
+    "binary" (`helm template`, a `helm` on PATH), else None (masked reading stays the fallback).
+    `VLLMLINT_HELM=sdk|binary|none` forces one (tests, or a team that wants its own helm)."""
     import os
 
     forced = os.environ.get("VLLMLINT_HELM", "").strip().lower()
     if forced == "none":
         return None
-    has_sdk = _has_sdk()
+    if forced == "binary":
+        return "binary" if shutil.which("helm") else None
+    if _has_sdk():
+        return "sdk"
     if forced == "sdk":
-        return "sdk" if has_sdk else None
-    if forced == "binary" or not forced:
-        if shutil.which("helm"):
-            return "binary"
-        if forced == "binary":
-            return None
-    return "sdk" if has_sdk else None
+        return None
+    return "binary" if shutil.which("helm") else None
 
 
 def _has_sdk() -> bool:
