@@ -381,3 +381,59 @@ def test_shared_charts_lint_and_fix_without_crash(root, tmp_path):
     once = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
     _run(["check", "--fix", str(copy)])
     assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()} == once
+
+
+RENAME_VALUES = """\
+servingEngineSpec:
+  modelSpec:
+  - name: "opt125m"
+    repository: "vllm/vllm-openai"
+    tag: "v0.30.0"
+    modelURL: "facebook/opt-125m"
+    requestCPU: 6
+    requestMemory: "16Gi"
+    requestGPU: 1
+    vllmConfig:
+      maxModelLen: 4096
+      extraArgs:
+        - "--enable-mamba-fine-grained-prefix-cache"
+        - "--disable-log-requests"
+    env:
+      - name: VLLM_USE_V1
+        value: "1"
+      - name: HF_TOKEN_PATH
+        value: /secrets/hf
+  - name: "off"
+    enabled: false
+    repository: "vllm/vllm-openai"
+    tag: "v0.30.0"
+    modelURL: "facebook/opt-350m"
+    vllmConfig:
+      extraArgs: ["--disable-log-requests"]
+"""
+
+
+def test_rename_and_env_removal_with_and_without_the_chart(tmp_path):
+    """migrate --to 0.31.0: a renamed flag is renamed in place (quotes kept), a removed variable's
+    env item goes, the tags are bumped; with the chart and without it the same bytes. A model with
+    `enabled: false` starts nothing (the chart skips it): no finding there (its tag is bumped
+    with the others: it names the same vLLM image)."""
+    if not STACK.is_dir():
+        pytest.skip("no shared corpus")
+    root = _stack_copy(tmp_path)
+    (root / "values-prod.yaml").write_text(RENAME_VALUES)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "values-prod.yaml").write_text(RENAME_VALUES)
+    found = _found(_run(["check", "--format", "json", "--target-version", "0.31.0", str(root)]).stdout)
+    assert found == [("values-prod.yaml", 13, 12, "VL302"), ("values-prod.yaml", 14, 12, "VL302"),
+                     ("values-prod.yaml", 16, 9, "VL303")]
+    assert _found(_run(["check", "--format", "json", "--target-version", "0.31.0", str(alone)]).stdout) == found
+    for tree in (root, alone):
+        assert _run(["migrate", "--to", "0.31.0", str(tree)]).returncode == 0
+    want = RENAME_VALUES.replace('tag: "v0.30.0"', 'tag: "v0.31.0"').replace(
+        '        - "--enable-mamba-fine-grained-prefix-cache"\n        - "--disable-log-requests"\n',
+        '        - "--enable-mamba-shared-prefix-checkpoint"\n').replace(
+        '      - name: VLLM_USE_V1\n        value: "1"\n', "")
+    assert (root / "values-prod.yaml").read_text() == want
+    assert (alone / "values-prod.yaml").read_text() == want

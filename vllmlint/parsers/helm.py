@@ -330,7 +330,11 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
             _prefer_values_shapes(files, root)
             continue
         if not out_launches:        # e.g. a model catalogue whose entries are all disabled by default
-            chart_pf.notes.append(f"Helm chart {MODE_TEXT[kind]}: the rendering starts no vLLM launch")
+            chart_pf.notes.append(f"Helm chart {MODE_TEXT[kind]}: the rendering starts no vLLM launch "
+                                  f"(its templates' masked reading is dropped, values files are read as they are)")
+            for i, pf in enumerate(files):
+                if pf.source.path.is_relative_to(root / "templates") and (pf.launches or pf.env):
+                    files[i] = ParsedFile(pf.source, notes=list(pf.notes))
             continue
         # the chart's own files and the values files rendered: rendered launches replace what
         # the masked (or values-shape) reading found
@@ -604,8 +608,6 @@ def check_rendering(r: Rendering, edits: list) -> str | None:
         removed |= set(Counter(before) - Counter(after))
         added |= set(Counter(after) - Counter(before))
         texts[p] = new
-    if any(e.file.path not in texts for e in edits):
-        return None            # the fix also edits files outside this rendering: checked elsewhere
     try:
         vs = load_values([(p, texts[p]) for p in r.paths])
         out = render_values(r.root, vs.real, r.disk_values)

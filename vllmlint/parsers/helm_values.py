@@ -71,8 +71,12 @@ def read_stack_values(parser, doc, index: int) -> None:
     models = _get(spec, "modelSpec")
     engine_env = parser.env_entries(spec, "env of servingEngineSpec (production-stack values)") \
         if isinstance(_get(spec, "env"), yaml.SequenceNode) else []
+    engine_off = _off(_get(spec, "enableEngine"))      # the chart starts no engine at all
     for i, model in enumerate(models.value):
         if not isinstance(model, yaml.MappingNode):
+            continue
+        if engine_off or _off(_get(model, "enabled")):   # `enabled: false`: the chart skips this model
+            parser.consumed.update(id(n) for n in parser_nodes(model))    # its extraArgs start nothing
             continue
         name = _scalar(_get(model, "name")) or str(i)
         image = values_image(model)
@@ -123,6 +127,12 @@ def read_stack_values(parser, doc, index: int) -> None:
                         not_editable=None if site else
                         "the chart builds its argv: add the flag to `vllmConfig.extraArgs` by hand")
         parser._add([launch], [])
+
+
+def _off(node) -> bool:
+    """Written false (`enabled: false`); absent is on, as the chart's `ne .enabled false`."""
+    v = _scalar(node)
+    return v is not None and v.strip().lower() in ("false", "no", "off")
 
 
 def _truthy(node) -> bool:
