@@ -292,6 +292,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                 disk = None
         out_launches: dict = {}
         used: set[Path] = set()
+        done: list[list[Path]] = []          # the values sets that rendered
         rendered_ok = False
         for paths in sets:
             srcs = {p: files[by_path[p]].source for p in paths}
@@ -300,10 +301,12 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                 real = render_values(root, vs.real, disk)
                 marked = render_values(root, vs.marked, disk)
             except Exception as err:
+                why = " ".join(str(err).split()) or type(err).__name__
                 chart_pf.notes.append(f"Helm rendering with {', '.join(p.name for p in paths)} failed: "
-                                      f"{str(err).splitlines()[0] if str(err) else type(err).__name__}")
+                                      f"{why[:240]}{'…' if len(why) > 240 else ''}")
                 continue
             rendered_ok = True
+            done.append(paths)
             used.update(paths)
             rendering = Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk)
             for name, text in real.items():
@@ -346,8 +349,8 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                 new.env = [e for l in new.launches for e in l.env]
                 files[i] = new
         files[by_path[root / "Chart.yaml"]].notes.append(
-            f"Helm chart {MODE_TEXT[kind]} with {len(sets)} values set(s): "
-            + "; ".join(" + ".join(p.name for p in ps) for ps in sets))
+            f"Helm chart {MODE_TEXT[kind]} with {len(done)} values set(s): "
+            + "; ".join(" + ".join(p.name for p in ps) for ps in done))
     return renderings
 
 
