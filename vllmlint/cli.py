@@ -413,6 +413,8 @@ def migrate(paths, to_version, from_version, diff, report_file, values_files):
     with _progress(len(candidates) * max(len(steps), 1)):
         chain = run_chain(candidates, steps, post_edits, helm_values)
     outcome = chain.outcome
+    for line in file_notes(outcome.project, False):      # a chart that was not rendered
+        click.echo(line, err=True)
     fixed_all = [f for step in chain.steps for f in step.fixed] if len(steps) > 1 else list(outcome.fixed)
     errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
     changed = outcome.changed()
