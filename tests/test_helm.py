@@ -437,3 +437,51 @@ def test_rename_and_env_removal_with_and_without_the_chart(tmp_path):
         '      - name: VLLM_USE_V1\n        value: "1"\n', "")
     assert (root / "values-prod.yaml").read_text() == want
     assert (alone / "values-prod.yaml").read_text() == want
+
+
+NO_EXTRA_ARGS_VALUES = """\
+servingEngineSpec:
+  modelSpec:
+  - name: "opt125m"
+    repository: "vllm/vllm-openai"
+    tag: "v0.29.0"
+    modelURL: "facebook/opt-125m"
+    requestCPU: 6
+    requestMemory: "16Gi"
+    requestGPU: 1
+    vllmConfig:
+      maxModelLen: 4096  # fits the GPU
+    env:
+      - name: VLLM_ENABLE_SCALE_OUT_ENDPOINTS
+        value: "1"
+  - name: "bare"
+    repository: "vllm/vllm-openai"
+    tag: "v0.29.0"
+    modelURL: "facebook/opt-350m"
+    requestCPU: 6
+    requestMemory: "16Gi"
+    requestGPU: 1
+    env:
+      - name: VLLM_ENABLE_SCALE_OUT_ENDPOINTS
+        value: "1"
+"""
+
+
+def test_vllm_config_without_extra_args_gets_the_list(tmp_path):
+    """`vllmConfig:` without `extraArgs`: migrate adds `extraArgs: ["--enable-scale-out"]` to it
+    (the chart renders exactly that flag more); a model without `vllmConfig` is left to a human
+    (adding one would also switch prefix caching off in this chart)."""
+    if not STACK.is_dir():
+        pytest.skip("no shared corpus")
+    root = _stack_copy(tmp_path)
+    (root / "values-prod.yaml").write_text(NO_EXTRA_ARGS_VALUES)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "values-prod.yaml").write_text(NO_EXTRA_ARGS_VALUES)
+    want = NO_EXTRA_ARGS_VALUES.replace('"v0.29.0"', '"v0.30.0"').replace(
+        '      maxModelLen: 4096  # fits the GPU\n    env:\n      - name: VLLM_ENABLE_SCALE_OUT_ENDPOINTS\n'
+        '        value: "1"\n', '      maxModelLen: 4096  # fits the GPU\n      extraArgs: ["--enable-scale-out"]\n', 1)
+    for tree in (root, alone):
+        out = _run(["migrate", "--to", "0.30.0", str(tree)])
+        assert out.returncode == 1 and "values-prod.yaml:21:9: VL001" in out.stdout
+        assert (tree / "values-prod.yaml").read_text() == want

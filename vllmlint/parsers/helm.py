@@ -247,7 +247,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
     values.yaml); without them each `values-*.yaml` beside values.yaml is a rendering of its own.
     Any failure leaves the masked reading and says why (a note on Chart.yaml)."""
     from ..model.launch import Arg, EnvEntry, ParsedFile, SourceFile
-    from .yaml_edit import append_site, remove_item
+    from .yaml_edit import append_site, new_key_site, remove_item
     from .yamlfile import YamlParser
 
     helm_values = helm_values or {}
@@ -431,6 +431,8 @@ def _literal_span(src, value: str):
 
 def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item, append_site,
            literals: list) -> None:
+    from .yaml_edit import new_key_site
+
     from .yaml_source import scalar_offsets
 
     def origin_of(mval: str):
@@ -494,6 +496,15 @@ def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_i
                     if site is not None:
                         launch.append_site, launch.not_editable = site, None
                     break
+            else:
+                # production-stack: `vllmConfig:` without `extraArgs` gets the list (checked by
+                # rendering again: the chart must render the new list as argv items)
+                owner = first.parents[-1][0] if first.parents else None
+                cfg = next((v for k, v in getattr(owner, "value", [])
+                            if isinstance(k, yaml.ScalarNode) and k.value == "vllmConfig"), None)
+                site = new_key_site(home, home.text, cfg, "extraArgs") if cfg is not None else None
+                if site is not None:
+                    launch.append_site, launch.not_editable = site, None
     env = []
     real_env = list(launch.env)
     for me in mlaunch.env:

@@ -65,7 +65,7 @@ def is_stack_values(doc) -> bool:
 def read_stack_values(parser, doc, index: int) -> None:
     """production-stack values: one `vllm serve` per `servingEngineSpec.modelSpec[]` entry,
     built as the chart's deployment-vllm-multi.yaml builds it."""
-    from .yaml_edit import append_site
+    from .yaml_edit import append_site, new_key_site
 
     spec = _get(doc, "servingEngineSpec")
     models = _get(spec, "modelSpec")
@@ -110,6 +110,8 @@ def read_stack_values(parser, doc, index: int) -> None:
             if isinstance(extra, yaml.SequenceNode):
                 argv += [parser.arg(n) for n in extra.value]
                 site = append_site(parser.source, parser.text, extra)
+            elif extra is None:          # `vllmConfig:` without extraArgs: the list is added
+                site = new_key_site(parser.source, parser.text, cfg, "extraArgs")
         if _truthy(_get(model, "modelRevision")):
             argv += [Arg("--revision"), parser.arg(_get(model, "modelRevision"))]
         if _truthy(_get(model, "chatTemplate")):
