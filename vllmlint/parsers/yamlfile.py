@@ -366,7 +366,7 @@ class YamlParser:
             seen.add(id(node))
             if isinstance(node, yaml.MappingNode):
                 if self._is_container(node, parent_key):
-                    self._container(node, owner, index)
+                    self._container(node, owner, index, parent_key)
                 stack.extend((v, scalar(k)) for k, v in reversed(node.value) if scalar(k) not in NO_CONTAINERS_BELOW)
                 for k, v in node.value:
                     if isinstance(v, yaml.SequenceNode) and ARGS_KEY_RE.search(scalar(k) or "") \
@@ -415,7 +415,7 @@ class YamlParser:
                 ports[int(port)] = int(target) if target and target.isdigit() else (target or int(port))
         self.pf.services.append(ServiceRef(name, selector, ports))
 
-    def _container(self, node: yaml.MappingNode, owner: str, index: int) -> None:
+    def _container(self, node: yaml.MappingNode, owner: str, index: int, parent_key: str | None = None) -> None:
         name = scalar(get(node, "name")) or "?"
         gpu = scalar(get(get(get(node, "resources"), "limits"), "nvidia.com/gpu")) or \
             scalar(get(get(get(node, "resources"), "requests"), "nvidia.com/gpu"))
@@ -424,6 +424,8 @@ class YamlParser:
         if image is None and isinstance(get(node, "image"), yaml.MappingNode) and not self.templated:
             from .helm_values import values_image     # chart values: `image: {repository, tag}`
             image = values_image(node)
+            if name == "?" and parent_key:
+                name = f"`{parent_key}` (chart values)"
         self._anchor = (node.start_mark.index, node.start_mark.index)
         context, group = f"container {name} ({owner})", f"{self.source.display}#{index}:{owner}:{name}"
         env = self.env_entries(node, f"env of container {name}")
