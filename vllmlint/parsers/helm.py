@@ -206,6 +206,7 @@ class Rendering:
     texts: dict[Path, str]            # their text as rendered
     real: dict[str, str]              # template name -> rendered manifest
     disk_values: str | None = None    # the chart's values.yaml as Helm reads it from disk
+    readonly: set = field(default_factory=set)      # values files read here, not among the files checked
     # flags a template writes itself, in a launch reported in a values file: (launch file,
     # span in the template, template, flag); a finding at that span moves to the template
     literals: list = field(default_factory=list)
@@ -256,6 +257,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
     roots = sorted({pf.source.path.parent for pf in files if pf.source.path.name == "Chart.yaml"})
     roots = [r for r in roots if not any(o != r and r.is_relative_to(o / "charts") for o in roots)]
     kind = engine()
+    readonly: set[Path] = set()
     for root in roots:
         from dataclasses import replace
         # a copy: the parse cache keeps the parser's own ParsedFile, notes are per run
@@ -280,6 +282,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                     chart_pf.notes.append(problems_note)
                     continue
                 by_path[p] = len(files) - 1
+                readonly.add(p)
         base = [vpath] if vpath in by_path else []
         explicit = [p for p in explicit if p in by_path]
         sets = [base + explicit] if explicit else [base] + [base + [p] for p in sibling_values(root) if p in by_path]
@@ -308,7 +311,8 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
             rendered_ok = True
             done.append(paths)
             used.update(paths)
-            rendering = Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk)
+            rendering = Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk,
+                                  readonly={p for p in paths if p in readonly})
             for name, text in real.items():
                 tpl = root / name.split("/", 1)[1] if "/" in name else None
                 if tpl is None or "vllm" not in text:
@@ -565,6 +569,8 @@ def verify_fixes(renderings: list[Rendering], findings: list) -> None:
         reason = None
         if any(p.is_relative_to(root / "templates") for p in touched for root in roots):
             reason = "the chart's templates build it: edit the template by hand"
+        elif any(p in r.readonly for p in touched for r in renderings):
+            reason = "its values file is not among the files checked"
         else:
             seen: list[Rendering] = []
             for p in touched:
