@@ -254,7 +254,7 @@ def test_helm_values_setting_and_modes(tmp_path):
     chart; without a Helm engine an info note says the templates were read masked."""
     if not STACK.is_dir():
         pytest.skip("no shared corpus")
-    root = _stack_copy(tmp_path)
+    _stack_copy(tmp_path)
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "prod.yaml").write_text(OUR_VALUES)
     (tmp_path / "pyproject.toml").write_text('[tool.vllmlint]\nhelm-values = {"chart" = ["envs/prod.yaml"]}\n')

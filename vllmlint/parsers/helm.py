@@ -248,7 +248,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
     values.yaml); without them each `values-*.yaml` beside values.yaml is a rendering of its own.
     Any failure leaves the masked reading and says why (a note on Chart.yaml)."""
     from ..model.launch import Arg, EnvEntry, ParsedFile, SourceFile
-    from .yaml_edit import append_site, new_key_site, remove_item
+    from .yaml_edit import append_site, remove_item
     from .yamlfile import YamlParser
 
     helm_values = helm_values or {}
