@@ -2,7 +2,7 @@ import difflib
 
 from vllmlint.lint.graph import graph_of
 from vllmlint.knowledge.kvcatalogue import KV_FIELDS, KV_ROLES, connectors, kv_fields, removed_in
-from vllmlint.model.kvconfig import NIXL, truthy
+from vllmlint.model.kvconfig import NIXL
 from vllmlint.lint.registry import Rule
 
 
@@ -17,14 +17,14 @@ class KvTransferConfigInvalid(Rule):
     does not register, without `kv_connector_module_path`; `kv_connector` without `kv_role`, or a
     role that does not exist; `kv_role: kv_both` with NixlConnector (deprecated, warning); and,
     across prefill and decode of one deployment, different connectors or transfer modes,
-    `bidirectional_kv_xfer` on only one side, or bidirectional with `NixlPushConnector`.
+    `bidirectional_kv_xfer` on only one side (bidirectional with `NixlPushConnector` is VL105's).
 
     ## Why
     `KVTransferConfig` forbids unknown fields, so a removed or misspelled key stops the server at
     startup; `kv_connector` without `kv_role` raises in `__post_init__`; an unregistered name
     fails with `Unsupported connector type`. The transfer mode is part of NIXL's handshake
     compatibility hash, so P and D with different modes never talk. `bidirectional_kv_xfer`
-    must be set on both sides, and `NixlPushConnector` raises NotImplementedError with it.
+    must be set on both sides.
 
     ## Example
     ```bash
@@ -90,10 +90,6 @@ class KvTransferConfigInvalid(Rule):
             yield self.finding(cfg.file, cfg.span(prefix + ("kv_role",)),
                                "kv_role `kv_both` is deprecated for NixlConnector: use kv_producer on prefill "
                                "and kv_consumer on decode (vLLM #33702)", severity="warning")
-        extra = data.get("kv_connector_extra_config") or {}
-        if connector == "NixlPushConnector" and isinstance(extra, dict) and truthy(extra.get("bidirectional_kv_xfer")):
-            yield self.finding(cfg.file, cfg.span(prefix + ("kv_connector_extra_config", "bidirectional_kv_xfer")),
-                               "bidirectional_kv_xfer is not supported with NixlPushConnector (NotImplementedError)")
 
     def _pair(self, graph, producers, consumers):
         sides = [(l, graph.kv[id(l)]) for l in producers + consumers if graph.kv.get(id(l))]

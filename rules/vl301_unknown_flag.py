@@ -2,6 +2,16 @@ from vllmlint.model.launch import Fix
 from vllmlint.lint.registry import Rule
 
 
+# An abbreviation is rewritten to the flag it expands to only when it holds most of that flag
+# (`--max-num-seq` -> `--max-num-seqs`); a stub such as `--v` or `--en` that argparse happens to
+# expand to one long flag today was almost certainly meant as something else.
+MEANT_SHARE = 0.6
+
+
+def _meant(written: str, flag: str) -> bool:
+    return len(written.lstrip("-")) >= MEANT_SHARE * len(flag.lstrip("-"))
+
+
 class UnknownFlag(Rule):
     """A flag the target vLLM release does not accept (or accepts only as an abbreviation).
 
@@ -15,6 +25,9 @@ class UnknownFlag(Rule):
     (with "did you mean"), names that only a newer release has, names that are ambiguous
     abbreviations, and - as a warning - unambiguous abbreviations such as `--max-num-seq`, which
     argparse expands silently. Flags removed or renamed in an earlier release are VL302's.
+    On an image that carries a vLLM plugin with flags of its own (`vllm/vllm-omni`,
+    `vllm-ascend`: the list is in `vllmlint/knowledge/images.py`), a name vLLM does not know may be
+    the plugin's: that is `info`, never an error.
 
     ## Why
     vLLM parses its options with argparse: an unknown option stops the server at startup with
@@ -31,6 +44,9 @@ class UnknownFlag(Rule):
     `--enable-chunked-prefil` is unknown (error: did you mean `--enable-chunked-prefill`?).
 
     ## Fix safety
+    An abbreviation that holds less than 60% of the flag it expands to (`--v=4`, read as
+    `--video-pruning-rate=4`) is reported without a fix: it was almost certainly meant as
+    something else.
     Safe for abbreviations: the option is rewritten to the full flag argparse already expands it
     to, so the release behaves exactly as before. Unknown and ambiguous options have no fix:
     which flag was meant is a decision.
@@ -46,17 +62,36 @@ class UnknownFlag(Rule):
         from vllmlint.knowledge.catalogue import for_target, history, normalize
         from vllmlint.knowledge.catalogue.argv import catalogued_options
 
+        from vllmlint.knowledge.images import plugin_of
+
         cat = for_target(self.target)
         hist = history()
         for launch, opt in catalogued_options(project, self.target):
             m = opt.match
             if m.kind == "exact":
                 continue
+            plugin = plugin_of(launch.image)
+            if plugin and m.kind != "prefix" and hist.flag_removed(normalize(opt.name), self.target) is None:
+                # the image's plugin adds flags of its own: vllmlint does not know them
+                close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
+                yield self.finding(
+                    launch.file, opt.name_span() or opt.span or launch.span,
+                    f"`{opt.name}` is not a vLLM {self.target_str} option; it may be one that the "
+                    f"{plugin} plugin of image {launch.image} adds (not checked)"
+                    + (f"; did you mean `{close[0]}`?" if close else ""), severity="info")
+                continue
             name = normalize(opt.name)
             where = opt.name_span() or opt.span or launch.span
             if hist.flag_removed(name, self.target) is not None:
                 continue                      # VL302: removed or renamed
             if m.kind == "prefix":
+                if not _meant(opt.name, m.flag):
+                    # `--v=4` -> `--video-pruning-rate`: argparse would, but nobody meant that
+                    yield self.finding(
+                        launch.file, where,
+                        f"`{opt.name}` is read by vLLM {self.target_str} as `{m.flag}` (an abbreviation): "
+                        f"write `{m.flag}` if that is meant, else remove it", severity="warning")
+                    continue
                 edit = opt.rename(m.flag)
                 yield self.finding(
                     launch.file, where,

@@ -1,4 +1,6 @@
-from vllmlint.model.launch import Fix, remove_args
+import json
+
+from vllmlint.model.launch import Edit, Fix, remove_args
 from vllmlint.lint.registry import Rule
 
 
@@ -6,13 +8,110 @@ from vllmlint.lint.registry import Rule
 # is off by default since `--enable-log-requests` replaced `--disable-log-requests`; the v2 block
 # manager is the only one since `--use-v2-block-manager` went (it had been a no-op)
 SAFE_TO_REMOVE = {"--disable-log-requests", "--use-v2-block-manager"}
-# flags folded into `--speculative-config` (0.10): the JSON key each one became
+# flags folded into `--speculative-config` (0.10): the JSON key each one became (numbers: int)
 SPECULATIVE = {"--speculative-model": "model", "--num-speculative-tokens": "num_speculative_tokens",
                "--speculative-draft-tensor-parallel-size": "draft_tensor_parallel_size",
                "--ngram-prompt-lookup-max": "prompt_lookup_max", "--ngram-prompt-lookup-min": "prompt_lookup_min",
                "--speculative-max-model-len": "max_model_len",
                "--speculative-disable-by-batch-size": "disable_by_batch_size",
                "--speculative-model-quantization": "quantization"}
+
+
+SPECULATIVE_INTS = {"num_speculative_tokens", "draft_tensor_parallel_size", "prompt_lookup_max",
+                    "prompt_lookup_min", "max_model_len", "disable_by_batch_size"}
+SHELL_KINDS = {"shell", "dockerfile", "makefile", "justfile"}
+
+
+def speculative_fix(launch, target) -> Fix | None:
+    """The speculative flags of one launch folded into one `--speculative-config` JSON token, or
+    None when that cannot be written exactly (see Fix safety)."""
+    from vllmlint.knowledge.catalogue import for_target, normalize
+    from vllmlint.knowledge.catalogue.argv import options
+
+    every = options(launch, for_target(target))
+    opts = [o for o in every if normalize(o.name) in SPECULATIVE]
+    if not opts or launch.not_editable or any(normalize(o.name) == "--speculative-config" for o in every):
+        return None
+    config: dict = {}
+    values = []
+    for o in opts:
+        # the target does not know these flags, so the option reader took no value: each takes one
+        value = o.value if o.value is not None else (
+            launch.argv[o.index + 1] if o.index + 1 < len(launch.argv) else None)
+        if o.inline or value is None or value.dynamic or value.value.startswith("-") or o.sub \
+                or getattr(o.arg, "keyword_style", None):
+            return None
+        values.append(value)
+        key = SPECULATIVE[normalize(o.name)]
+        raw = value.value
+        if key == "model" and raw == "[ngram]":          # the old spelling of n-gram speculation
+            config["method"] = "ngram"
+            continue
+        if key in SPECULATIVE_INTS:
+            if not raw.isdigit():
+                return None
+            config[key] = int(raw)
+        else:
+            config[key] = raw
+    value = json.dumps(config)
+    first, first_value = opts[0], values[0]
+    name_edit = first.rename("--speculative-config")
+    if name_edit is None or first_value.span is None or first_value.file is None:
+        return None
+    # the other flags go with their values; neighbours in one removal (their edits must not overlap)
+    runs: list[list] = []
+    last = None
+    for o, v in zip(opts[1:], values[1:]):
+        if last is not None and o.index == last + 2:
+            runs[-1] += [o.arg, v]
+        else:
+            runs.append([o.arg, v])
+        last = o.index
+    removals = []
+    for run in runs:
+        removal = remove_args(run)
+        if removal is None:
+            return None
+        removals += removal
+    # JSON reads best single-quoted (shell, YAML, Python); JSON syntax (a Dockerfile's exec form)
+    # needs it double-quoted: the first way that parses back to exactly this argv is written
+    text = first_value.file.text
+    before = text[:first_value.span[0]].rstrip()
+    # a JSON or YAML flow list: stay in its style (a Python list reads best single-quoted)
+    in_list = before.endswith(("[", ",")) and first_value.file.kind != "python"
+    for token in ((json.dumps(value), f"'{value}'") if in_list else (f"'{value}'", json.dumps(value))):
+        edits = [name_edit, Edit(first_value.file, first_value.span[0], first_value.span[1], token)] + removals
+        if _parses_back(launch, edits, value):
+            return Fix(edits, "fold the speculative flags into --speculative-config", "unsafe")
+    return None
+
+
+def _parses_back(launch, edits, value: str) -> bool:
+    """Apply the edits to a copy of the file and parse it: the launch at the same place must now
+    carry `--speculative-config VALUE` and no speculative flag."""
+    from vllmlint.lint.project import parse_source
+    from vllmlint.knowledge.catalogue import normalize
+    from vllmlint.model.launch import ParseError, SourceFile
+
+    file = launch.file
+    text = file.text
+    for e in sorted(edits, key=lambda e: e.start, reverse=True):
+        text = text[:e.start] + e.text + text[e.end:]
+    try:
+        parsed = parse_source(SourceFile(file.path, file.display, text, file.kind, file.bom))
+    except (ParseError, RecursionError):
+        return False
+    if parsed is None:
+        return False
+    for other in parsed.launches:
+        if other.span[0] != launch.span[0]:
+            continue
+        words = [a.value for a in other.argv]
+        names = [normalize(w.split("=", 1)[0]) for w in words if w.startswith("--")]
+        if any(n in SPECULATIVE for n in names):
+            return False
+        return any(w == "--speculative-config" and words[i + 1:i + 2] == [value] for i, w in enumerate(words))
+    return False
 
 
 class RemovedOrRenamedFlag(Rule):
@@ -51,7 +150,13 @@ class RemovedOrRenamedFlag(Rule):
     upgrade to a release that no longer has them. The speculative-decoding flags
     (`--speculative-model`, `--num-speculative-tokens`, ...) were folded into
     `--speculative-config` JSON: the finding names the key each became; deleting them would turn
-    speculative decoding off, so they are never just removed. Any other flag
+    speculative decoding off, so they are never just removed. Their fix (unsafe: review the
+    JSON, the draft model's defaults moved with it) writes one `--speculative-config` in place of
+    the first of them, with every value they held (`--speculative-model M
+    --num-speculative-tokens 5` -> `--speculative-config '{"model": "M",
+    "num_speculative_tokens": 5}'`), quoted the way the file quotes that token, and removes the
+    others; it is offered only when the launch has no `--speculative-config` yet, every value is
+    written literally, and the edited file parses back to exactly that argv. Any other flag
     removed without a successor has no fix: deleting it (and its value) may change what the
     deployment does, so that is left to a human.
     """
@@ -68,6 +173,7 @@ class RemovedOrRenamedFlag(Rule):
 
         cat = for_target(self.target)
         hist = history()
+        speculative_done: set[int] = set()
         for launch, opt in catalogued_options(project, self.target):
             if opt.match.kind == "exact" or not opt.name.startswith("--"):
                 continue
@@ -92,9 +198,14 @@ class RemovedOrRenamedFlag(Rule):
                                    launches=[launch], min_release=self.target)
                 continue
             if name in SPECULATIVE and "--speculative-config" in cat.options:
+                fix = None
+                if id(launch) not in speculative_done:        # one edit set per launch, on its first flag
+                    speculative_done.add(id(launch))
+                    fix = speculative_fix(launch, self.target)
                 yield self.finding(launch.file, where,
                                    f"`{opt.name}` was removed in vLLM {gone.removed_in}: set \"{SPECULATIVE[name]}\" "
-                                   f"in --speculative-config instead (removing it turns speculative decoding off)")
+                                   f"in --speculative-config instead (removing it turns speculative decoding off)",
+                                   fix, launches=[launch], min_release=self.target)
                 continue
             takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
             if name in SAFE_TO_REMOVE and not takes and not opt.inline:

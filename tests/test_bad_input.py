@@ -88,9 +88,77 @@ def test_non_utf8_file(tmp_path: Path):
 
 
 def test_binary_file_named_like_a_config(tmp_path: Path):
-    data = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4
+    data = b"\x7fELF\x02\x01\x01\x00vllm" + bytes(range(256)) * 4
     result, bad = run_with(tmp_path, "values.yaml", data)
     assert_reported(result, bad, 1, "binary file", data)
+
+
+# -- unreadable files that never mention vLLM: skipped, not an error (issue 14.6) ----------------
+
+NOT_VLLM = [
+    ("terraform-template", "user_data.sh.tpl", '#!/bin/bash\necho "${join(",", [for s in var.servers : s.name])}"\n'
+                                               'echo "%{ if x }unclosed\n'),
+    ("shell-with-placeholders", "init.sh", "#!/bin/sh\nhelm install {{ .Release }} \"chart\n"),
+    ("binary", "values.yaml", b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4),
+    ("latin1", "notes.sh", b"#!/bin/sh\n# caf\xe9\necho hi\n"),
+]
+
+
+@pytest.mark.parametrize("name,data", [n[1:] for n in NOT_VLLM], ids=[n[0] for n in NOT_VLLM])
+def test_unreadable_file_without_vllm_is_skipped(name, data, tmp_path: Path):
+    result, bad = run_with(tmp_path, name, data)
+    assert result.exit_code == 0, result.output
+    assert str(bad) not in result.stderr, "listed only with --verbose"
+    raw = data.encode() if isinstance(data, str) else data
+    assert bad.read_bytes() == raw
+    (tmp_path / "launch.sh").write_text(GOOD)
+    verbose = invoke("check", "--fix", "--verbose", str(tmp_path))
+    assert verbose.exit_code == 0
+    [line] = [l for l in verbose.stderr.splitlines() if l.startswith(str(bad))]
+    assert line.endswith("(skipped: it never mentions vLLM)"), line
+
+
+BROKEN_VLLM = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.30.0\n"
+               "    command: [\"--model\", \"m\"\n    environment:\n      - A=1\n")
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "gitlab"])
+def test_error_of_a_vllm_file_is_in_every_format(fmt, tmp_path: Path):
+    import json
+
+    (tmp_path / "compose.yaml").write_text(BROKEN_VLLM)
+    (tmp_path / "launch.sh").write_text(GOOD)
+    result = invoke("check", "--format", fmt, str(tmp_path))
+    assert result.exit_code == 2
+    bad = str(tmp_path / "compose.yaml")
+    assert any(l.startswith(f"{bad}:5: while parsing a flow sequence") for l in result.stderr.splitlines())
+    if fmt == "json":
+        rows = json.loads(result.stdout)
+        [err] = [r for r in rows if r["code"] == "E000"]
+        assert err["path"] == bad and err["line"] == 5 and err["severity"] == "error"
+        assert any(r["code"] == "VL001" for r in rows), "the findings of the other files stay"
+    elif fmt == "sarif":
+        [run] = json.loads(result.stdout)["runs"]
+        [inv] = run["invocations"]
+        assert inv["executionSuccessful"] is False
+        [note] = inv["toolExecutionNotifications"]
+        assert note["level"] == "error" and note["descriptor"]["id"] == "E000"
+        assert note["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
+    elif fmt == "github":
+        assert f"::error file={bad.replace(':', '%3A')},line=5,title=E000 unreadable-file::" in result.stdout
+    else:
+        issues = json.loads(result.stdout)
+        [err] = [i for i in issues if i["check_name"] == "E000"]
+        assert err["severity"] == "critical" and err["location"]["lines"]["begin"] == 5
+
+
+def test_clean_sarif_run_is_successful(tmp_path: Path):
+    import json
+
+    (tmp_path / "launch.sh").write_text("vllm serve m --enable-scale-out\n")
+    result = invoke("check", "--format", "sarif", str(tmp_path))
+    [run] = json.loads(result.stdout)["runs"]
+    assert run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
 
 
 def test_binary_file_with_another_name_is_not_read(tmp_path: Path):
@@ -161,11 +229,12 @@ def test_yaml_alias_bomb_is_bounded(tmp_path: Path):
 
 
 DEEP = [
-    ("yaml-flow", "deep.yaml", "a: " + "[" * 10_000 + "]" * 10_000 + "\n",
+    # each mentions vLLM: an unreadable file that never does is skipped, not reported
+    ("yaml-flow", "deep.yaml", "a: " + "[" * 10_000 + "]" * 10_000 + "\n# vllm\n",
      1, "collections nested more than 999 levels deep"),
-    ("yaml-block", "deep.yaml", "a:\n  " + "- " * 10_000 + "x\n",
+    ("yaml-block", "deep.yaml", "a:\n  " + "- " * 10_000 + "x\n# vllm\n",
      2, "collections nested more than 999 levels deep"),
-    ("yaml-block-map", "deep.yaml", "".join(" " * i + "a:\n" for i in range(1_500)),
+    ("yaml-block-map", "deep.yaml", "".join(" " * i + "a:\n" for i in range(1_500)) + "# vllm\n",
      1000, "collections nested more than 999 levels deep"),
     ("python", "deep.py", "import subprocess\nsubprocess.run(['vllm', 'serve', " + "(" * 10_000 + "'m'"
      + ")" * 10_000 + "])\n", 2, "Python code nested too deeply (more than 100 levels)"),
@@ -229,10 +298,16 @@ def test_helm_template_is_checked_and_fixed_around_its_actions(tmp_path: Path):
 
 
 def test_go_template_that_is_not_yaml_even_masked(tmp_path: Path):
-    data = "{{- if .Values.router }}\nrouter: [\n  {{ .Values.x }}\n{{- end }}\n"
+    data = "{{- if .Values.vllm }}\nrouter: [\n  {{ .Values.x }}\n{{- end }}\n"
     result, bad = run_with(tmp_path, "templates/router.yaml", data)
     assert_reported(result, bad, 5, "Helm/Go template: while parsing a flow node: did not find expected node "
                                     "content (line 5, column 1)", data)
+
+
+def test_go_template_that_never_mentions_vllm_is_skipped(tmp_path: Path):
+    data = "{{- if .Values.router }}\nrouter: [\n  {{ .Values.x }}\n{{- end }}\n"
+    result, bad = run_with(tmp_path, "templates/router.yaml", data)
+    assert result.exit_code == 0 and str(bad) not in result.stderr and bad.read_text() == data
 
 
 # -- files that change under our feet ------------------------------------------------------------

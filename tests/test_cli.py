@@ -49,7 +49,7 @@ def test_text_format_and_clean_exit_0(tmp_path):
 
 
 def test_unparseable_file_is_reported_untouched_and_others_checked(tmp_path):
-    broken = write(tmp_path / "broken.yaml", "services:\n  a: [1, 2\n  b: {\n")
+    broken = write(tmp_path / "broken.yaml", "services:\n  vllm: [1, 2\n  b: {\n")
     before = broken.read_bytes()
     write(tmp_path / "launch.sh", BAD_SCRIPT)
     result = invoke("check", "--fix", str(tmp_path))

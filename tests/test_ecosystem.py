@@ -20,6 +20,7 @@ SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 ONE_CASE_PER_RULE = {
     "VL001": "k8s-env-list", "VL002": "compose-router-generate", "VL101": "compose-stack",
     "VL102": "invalid-value", "VL103": "pd-mismatch", "VL201": "shell-cns", "VL900": "unused-trailing",
+    "VL104": "sample-config-shell", "VL105": "k8s-pcp-args",
 }
 
 
@@ -173,7 +174,8 @@ def test_rule_docs_are_not_stale():
 def test_readme_sections():
     readme = (ROOT / "README.md").read_text()
     for needle in ("pre-commit", "GitHub Actions", "GitLab", "Exit codes", "[tool.vllmlint]", "upload-sarif",
-                   "--format github"):
+                   "--format github", "uses: vllmlint/vllmlint@", "--format gitlab", "codequality:",
+                   "vllmlint server", "vim.lsp.start", "eglot", "[language-server.vllmlint]", "glspc.server.command"):
         assert needle in readme, needle
 
 

@@ -47,7 +47,7 @@ def test_chain_from_0_27_to_0_33(tmp_path):
     steps = out.split("  step ")[1:]
     by_step = {s.split(":", 1)[0]: s for s in steps}
     assert "VL302 error: `--calculate-kv-scales` was removed in vLLM 0.28.0" in by_step["0.28.0"]
-    assert "fixed VL303" in by_step["0.29.0"] and "fixed VL305" in by_step["0.29.0"]
+    assert "fixed VL303" in by_step["0.29.0"] and "fixed VL104" in by_step["0.29.0"]
     assert by_step["0.30.0"].count("fixed VL303") == 2 and "fixed VL001" in by_step["0.30.0"]
     assert by_step["0.31.0"].startswith("0.31.0: nothing to change")
     assert "fixed VL303" in by_step["0.32.0"] and "needs a human" in by_step["0.32.0"] \
@@ -88,3 +88,25 @@ def test_one_step_keeps_the_plain_summary(tmp_path):
     result = invoke("migrate", "--from", "0.32.0", "--to", "0.33.0", str(tree))
     assert "steps:" not in result.stdout and "  step " not in result.stdout
     assert "fixed VL303 removed-env-var" in result.stdout
+
+
+def test_changed_defaults_are_listed_and_pinned_with_keep_defaults(tmp_path):
+    """VL307 in migrate: listed under "changes behaviour silently" (not as work for a human);
+    --keep-defaults pins today's value, and the pinned flags are listed no more."""
+    tree = tmp_path / "tree"
+    shutil.copytree(CHAIN.parent / "VL307" / "k8s-args-0.31-to-0.33" / "input", tree)
+    out = invoke("migrate", "--to", "0.33.0", "--diff", str(tree))
+    text = out.stdout + (out.stderr or "")
+    assert "Changes behaviour silently (2):" in text and "Left for a human" not in text
+    assert "`--allowed-origins` is not set: its default changes from `[\"*\"]`" in text
+    assert out.exit_code == 0
+    report = tmp_path / "migration.md"
+    pinned = invoke("migrate", "--to", "0.33.0", "--keep-defaults", "--report", str(report), str(tree))
+    assert pinned.exit_code == 0, pinned.stdout
+    yaml_text = (tree / "deploy.yaml").read_text()
+    assert yaml_text.endswith("            - hermes\n            - --allowed-origins=[\"*\"]\n"
+                              "            - --tool-strict-level=auto\n")
+    assert "Changes behaviour silently" not in pinned.stdout
+    assert "image: vllm/vllm-openai:v0.33.0" in yaml_text
+    again = invoke("check", "--select", "VL307", "--target-version", "0.33.0", "--fail-level", "info", str(tree))
+    assert again.exit_code == 0, again.stdout

@@ -85,7 +85,7 @@ def test_disable_log_requests_fixed_only_with_the_release(tmp_path, monkeypatch)
 def test_unknown_release_is_a_usage_error(tmp_path, args):
     result = CliRunner().invoke(main, args + [str(tmp_path)])
     assert result.exit_code == 2
-    assert "0.6.6-0.33.0" in result.output and "extract_catalogue.py" in result.output
+    assert "0.6.6-0.33.0" in result.output and "vllmlint catalogue add" in result.output
 
 
 def test_latest_is_the_newest_catalogued(tmp_path):
@@ -129,3 +129,50 @@ def test_four_part_tag_replaced_whole_and_variant_left(tmp_path):
     assert out["docker-compose.yml"] == compose.replace("v0.9.0.1", "v0.30.0")
     assert "v0.30.0.1" not in result.output
     assert "variant suffix" in result.output
+
+
+@pytest.mark.parametrize("image,tag", [("vllm/vllm-openai:latest", "latest"), ("vllm/vllm-openai:nightly", "nightly"),
+                                       ("vllm/vllm-openai:nightly-3f2a1b9c", "nightly-3f2a1b9c"),
+                                       ("vllm/vllm-openai-cpu:latest", "latest"),
+                                       ("vllm/vllm-openai:0a1b2c3d4e5f", "0a1b2c3d4e5f"),
+                                       ("vllm/vllm-openai", "latest")])
+def test_floating_tags_are_left_alone_and_reported(tmp_path, image, tag):
+    compose = f"services:\n  a:\n    image: {image}\n    command: [\"--model\", \"m\"]\n"
+    result, out = _migrate(tmp_path, {"compose.yaml": compose})
+    assert out["compose.yaml"] == compose
+    [line] = [l for l in result.output.splitlines() if "names no release" in l]
+    assert "compose.yaml:3: image tag" in line and f"tag {tag} names no release" in line
+
+
+def test_floating_tag_text_is_not_an_image(tmp_path):
+    script = "#!/bin/sh\n# see vllm/vllm-openai on Docker Hub\nvllm serve m\n"
+    result, out = _migrate(tmp_path, {"run.sh": script})
+    assert "names no release" not in result.output
+
+
+@pytest.mark.parametrize("value", ["0.99.0", "0.5.0", "abc"])
+def test_settings_target_version_is_checked_like_the_flag(tmp_path, monkeypatch, value):
+    (tmp_path / "pyproject.toml").write_text(f'[tool.vllmlint]\ntarget-version = "{value}"\n')
+    (tmp_path / "run.sh").write_text("vllm serve m --swap-space 4\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "."], catch_exceptions=False)
+    assert result.exit_code == 2 and "target-version" in result.output and "not a catalogued vLLM release" in result.output
+
+
+def test_settings_target_version_latest(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.vllmlint]\ntarget-version = "latest"\n')
+    (tmp_path / "run.sh").write_text("vllm serve m --swap-space 4\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "."], catch_exceptions=False)
+    assert result.exit_code == 1 and "VL302" in result.output
+
+
+def test_image_tags_in_python_test_code_are_reported_not_bumped(tmp_path):
+    (tmp_path / "tests").mkdir()
+    test_code = ('def test_renders_image():\n    job = {"image": "vllm/vllm-openai:v0.8.5"}\n'
+                 '    assert render(job)["image"] == "vllm/vllm-openai:v0.8.5"\n')
+    launcher = 'import modal\nimage = modal.Image.from_registry("vllm/vllm-openai:v0.8.5")\n'
+    result, out = _migrate(tmp_path, {"tests/test_render.py": test_code, "deploy.py": launcher})
+    assert out["tests/test_render.py"] == test_code
+    assert out["deploy.py"] == launcher.replace("v0.8.5", "v0.30.0")
+    assert "in test code: bump it by hand" in result.output

@@ -1,4 +1,4 @@
-"""Command line: check | launches | migrate | rules | rule CODE.
+"""Command line: check | launches | migrate | rules | rule CODE | catalogue add/list/diff.
 
 Exit codes: 0 no finding remains, 1 findings remain, 2 usage error or a file that could not be
 read or parsed (reported as `path:line: reason`; the other files are still checked).
@@ -18,26 +18,37 @@ from .knowledge.versions import parse_version
 DEFAULT_TARGET = "0.30.0"
 
 
-def _target(ctx, param, value):
-    """A catalogued release, or `latest` (the newest catalogued); anything else is a usage error."""
-    from .knowledge.catalogue import versions
-    known = versions()
-    if value.strip().lower() == "latest":
-        return parse_version(known[-1])
+def _added_dir(settings=None):
+    """The folder of added releases: $VLLMLINT_CATALOGUE_DIR, the settings' catalogue-dir, the cache."""
+    from pathlib import Path
+
+    from .knowledge.catalogue.added import folder
+    from .lint.config import ConfigError, load_settings
+
+    if settings is None:
+        try:
+            settings = load_settings(Path.cwd())
+        except ConfigError:
+            settings = None
+    return folder(settings.catalogue_dir if settings is not None else None)
+
+
+def _resolve_target(value: str, param_hint: str, added_dir):
+    """A catalogued release, `latest` (the newest built-in one) or the name of an added release
+    -> (release number, the added catalogue or None); anything else is a usage error."""
+    from .knowledge.catalogue import resolve
+
     try:
-        version = parse_version(value)
-    except ValueError:
-        version = None
-    if version is None or ".".join(map(str, version)) not in known:
-        raise click.BadParameter(
-            f"{value!r} is not a catalogued vLLM release: use one of {known[0]}-{known[-1]} "
-            f"({', '.join(known[-4:])}, ...) or `latest`; to add a release, run "
-            f"`python scripts/extract_catalogue.py vllm-X.Y.Z-*.whl` (README: Version catalogue)")
-    return version
+        return resolve(value, added_dir)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint=param_hint) from None
 
 
-def _target_or_none(ctx, param, value):
-    return None if value is None else _target(ctx, param, value)
+def _use(cat) -> None:
+    """Rules read the added release `cat` as the target's catalogue (None: the built-in ones)."""
+    from .knowledge.catalogue import use
+
+    use(cat)
 
 
 def _codes(values: tuple[str, ...]) -> list[str]:
@@ -57,6 +68,22 @@ def main() -> None:
 
 FORMATS = ["text", "json", "sarif", "github", "gitlab"]
 FAIL_LEVELS = ["error", "warning", "info"]
+
+
+def _problems(problems, verbose: bool) -> list:
+    """The problems that fail the run: files that concern vLLM and could not be read. A file
+    that never mentions vLLM (a Terraform `*.tpl`, a sample YAML full of `{{ }}`) is skipped and
+    listed only with --verbose, so one stray template does not turn a clean repository's CI red."""
+    if verbose:
+        for p in problems:
+            if not p.concerns_vllm:
+                click.echo(f"{p} (skipped: it never mentions vLLM)", err=True)
+    return [p for p in problems if p.concerns_vllm]
+
+
+VERBOSE = click.option("-v", "--verbose", is_flag=True,
+                       help="Also list the files skipped because they cannot be parsed and never mention vLLM, "
+                            "and say how each file was read (a Helm chart: which engine rendered it, with which values).")
 
 
 def check_codes(codes: list[str], option: str) -> None:
@@ -80,8 +107,9 @@ def check_codes(codes: list[str], option: str) -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour.")
 @click.option("--select", multiple=True, help="Only these codes (or prefixes), comma-separated.")
 @click.option("--ignore", multiple=True, help="Skip these codes (or prefixes), comma-separated.")
-@click.option("--target-version", default=None, callback=_target_or_none,
-              help="The vLLM release the configs must work with (default: config, else 0.30.0).")
+@click.option("--target-version", default=None,
+              help="The vLLM release the configs must work with: a catalogued release, `latest`, or the name "
+                   "of one added with `vllmlint catalogue add` (default: config, else 0.30.0).")
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False),
               help="Output of `nvidia-smi topo -p2p r` or `nvidia-smi topo -m` for the GPU host (VL201).")
 @click.option("--model-config", type=click.Path(exists=True),
@@ -107,10 +135,13 @@ def check_codes(codes: list[str], option: str) -> None:
 @click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`; "
                    "setting: helm-values).")
-@click.option("-v", "--verbose", is_flag=True, help="Also say how each file was read (Helm charts: which engine rendered them).")
+@click.option("--show-details", is_flag=True,
+              help="Text output: print each finding's why and evidence under it (JSON and SARIF always carry it).")
+@VERBOSE
 def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, topology, model_config,
           prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero,
-          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, values_files, verbose):
+          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, show_details, verbose,
+          values_files):
     """Check PATHS (default: the current folder; `-`: one file from stdin)."""
     from pathlib import Path
 
@@ -128,13 +159,23 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     settings.select = _codes(select) or settings.select
     settings.ignore = _codes(ignore) + settings.ignore
     fail_level = fail_level or settings.fail_level
+    added_dir = _added_dir(settings)
+    added = None
     if target_version is None:
+        # the settings' target is checked like --target-version: a release that is not catalogued
+        # (0.99.0, 0.5.0) would otherwise turn rules off without a word
+        from .knowledge.catalogue import resolve
+
         try:
-            target_version = parse_version(settings.target_version)
+            target_version, added = resolve(settings.target_version.strip(), added_dir)
         except ValueError as err:
-            raise click.UsageError(f"{settings.source}: {err}") from None
+            raise click.UsageError(f"{settings.source}: target-version: {err}") from None
+        if added is None:
+            settings.target_version = ".".join(map(str, target_version))
     else:
-        settings.target_version = ".".join(map(str, target_version))
+        target_version, added = _resolve_target(target_version, "'--target-version'", added_dir)
+        settings.target_version = added.name if added is not None else ".".join(map(str, target_version))
+    _use(added)
     settings.topology = topology or settings.topology
     settings.model_config = model_config or settings.model_config
     settings.prompt_tokens = prompt_tokens or settings.prompt_tokens
@@ -175,7 +216,8 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
             import shutil
 
             shutil.rmtree(tmp, ignore_errors=True)
-    errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
+    problems = _problems(outcome.problems, verbose)
+    errors = list(missing) + [str(p) for p in problems] + outcome.dropped
     note = (lambda s: None) if quiet else (lambda s: click.echo(s, err=True))
     for line in file_notes(outcome.project, verbose):
         note(line)
@@ -220,7 +262,7 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
             out = render_statistics(findings, "json" if fmt == "json" else "text")
         else:
             out = render(findings, fmt, rules=rules, suppressed=outcome.suppressed,
-                         color=fmt == "text" and out_stream.isatty())
+                         color=fmt == "text" and out_stream.isatty(), problems=problems, details=show_details)
         if out or fmt in ("json", "sarif", "gitlab"):
             click.echo(out, err=report_err)
         if fmt == "text" and not quiet and not show_statistics and candidates:
@@ -303,7 +345,7 @@ def _write(outcome) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`).")
-@click.option("-v", "--verbose", is_flag=True, help="Also say how each file was read.")
+@VERBOSE
 def launches(paths, fmt, values_files, verbose):
     """List every vLLM launch found, with its argv and environment."""
     from pathlib import Path
@@ -329,9 +371,10 @@ def launches(paths, fmt, values_files, verbose):
             release = f"  [runs {row['release']}: {row['release_from']}]" if row["release"] else ""
             click.echo(f"{row['path']}:{row['line']}: {row['kind']} ({row['context']}): "
                        f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release)
-    for line in list(missing) + [str(p) for p in project.problems]:
+    problems = _problems(project.problems, verbose)
+    for line in list(missing) + [str(p) for p in problems]:
         click.echo(line, err=True)
-    sys.exit(2 if missing or project.problems else 0)
+    sys.exit(2 if missing or problems else 0)
 
 
 @main.command("rules")
@@ -365,14 +408,21 @@ def show_rule(code):
         click.echo(page)
 
 
-def _optional_target(ctx, param, value):
-    return None if value is None else _target(ctx, param, value)
+@main.command()
+def server():
+    """Run the Language Server over stdio (diagnostics as you type, fixes as code actions)."""
+    try:
+        from .editor.server import main as serve
+    except ImportError as err:
+        raise click.UsageError(f"`vllmlint server` needs the server extra: pip install 'vllmlint[server]' ({err})")
+    serve()
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--to", "to_version", required=True, callback=_target, help="Target vLLM release, e.g. 0.30.0.")
-@click.option("--from", "from_version", callback=_optional_target,
+@click.option("--to", "to_version", required=True,
+              help="Target vLLM release, e.g. 0.30.0, `latest`, or the name of one added with `vllmlint catalogue add`.")
+@click.option("--from", "from_version",
               help="The release the configs are written for (default: the oldest vllm/vllm-openai tag or "
                    "vllm== pin found). Every catalogued release in between is a step.")
 @click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing.")
@@ -380,16 +430,33 @@ def _optional_target(ctx, param, value):
               help="Write a Markdown summary for a pull request: per file what changed and why, what needs a human.")
 @click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`).")
-def migrate(paths, to_version, from_version, diff, report_file, values_files):
+@click.option("--keep-defaults", is_flag=True,
+              help="Pin today's value of every flag a launch does not set whose default the upgrade changes (VL307).")
+@click.option("--verify", "rehearse", is_flag=True,
+              help="Rehearse on real vLLM first (CPU builds, installed into cached venvs): verify the tree on "
+                   "the release it pins, migrate a copy, verify the copy on the target; write only when it passes.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
+              help="With --verify: as for `vllmlint verify`.")
+@VERBOSE
+def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, rehearse, timeout, verbose,
+            values_files):
     """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
-    that release's rules and that release as the target."""
+    that release's rules and that release as the target.
+
+    With --verify, exit 3 when the rehearsal fails (nothing is written): the tree fails on the
+    release it pins, or the migrated copy fails on the target."""
     from .lint.migrate import detect_version, find_bumps, run_chain, steps_between
     from .lint.project import load
     from .lint.report import text_line, unified_diff
     from .knowledge.versions import fmt
 
+    added_dir = _added_dir()
+    to_version, added = _resolve_target(to_version, "'--to'", added_dir)
+    if from_version is not None:
+        from_version, _ = _resolve_target(from_version, "'--from'", added_dir)
+    _use(added)
     from pathlib import Path
 
     from .lint.config import ConfigError, load_settings
@@ -403,20 +470,39 @@ def migrate(paths, to_version, from_version, diff, report_file, values_files):
         found = detect_version(load(candidates, helm_values=helm_values))
         from_version, origin = (found.version, found.where) if found else (None, "")
     steps = steps_between(from_version, to_version)
+    if rehearse:
+        if diff:
+            raise click.UsageError("--verify writes the migration once the target passes; drop --diff")
+        if len(paths) > 1:
+            raise click.UsageError("--verify rehearses one tree: give one PATH")
+        _rehearse((paths or (".",))[0], from_version, origin, to_version, steps, timeout)
     bumps_seen = []
 
     def post_edits(project):
         bumps = find_bumps(project, to_version)
+        if added is not None:      # an added release (nightly, fork): which image or pin ships it is the user's call
+            for b in bumps:
+                if b.edit is not None:
+                    b.edit, b.why_not = None, (f"the target is the added release {added.name}: set the image "
+                                               f"or pin that ships it by hand")
         bumps_seen.extend(bumps)
         return [b.edit for b in bumps if b.edit]
 
+    from .lint.migrate import SILENT, silent_changes
+
+    silent = silent_changes(candidates, to_version)      # read before the tags are bumped
     with _progress(len(candidates) * max(len(steps), 1)):
-        chain = run_chain(candidates, steps, post_edits, helm_values)
+        chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults},
+                          helm_values=helm_values)
     outcome = chain.outcome
     for line in file_notes(outcome.project, False):      # a chart that was not rendered
         click.echo(line, err=True)
+    pinned = {(f.file.display, f.line_col[0], f.message.split("`")[1])
+              for step in chain.steps for f in step.fixed if f.code == SILENT}
+    silent = [f for f in silent if (f.file.display, f.line_col[0], f.message.split("`")[1]) not in pinned]
+    outcome.findings = [f for f in outcome.findings if f.code != SILENT]
     fixed_all = [f for step in chain.steps for f in step.fixed] if len(steps) > 1 else list(outcome.fixed)
-    errors = list(missing) + [str(p) for p in outcome.problems] + outcome.dropped
+    errors = list(missing) + [str(p) for p in _problems(outcome.problems, verbose)] + outcome.dropped
     changed = outcome.changed()
     if diff:
         for path, (orig, new) in sorted(changed.items(), key=lambda kv: kv[1][0].display):
@@ -424,7 +510,8 @@ def migrate(paths, to_version, from_version, diff, report_file, values_files):
     else:
         errors += _write(outcome)
     verb = "would change" if diff else "changed"
-    click.echo(f"\nMigration to vLLM {fmt(to_version)}: {verb} {len(changed)} file(s).", err=diff)
+    to_text = fmt(to_version) if added is None else f"{added.name} ({added.version})"
+    click.echo(f"\nMigration to vLLM {to_text}: {verb} {len(changed)} file(s).", err=diff)
     say = (lambda s: click.echo(s, err=True)) if diff else click.echo
     if len(steps) > 1:
         say(f"  from vLLM {fmt(from_version)} ({origin}), {len(steps)} steps: {', '.join(fmt(v) for v in steps)}")
@@ -434,7 +521,7 @@ def migrate(paths, to_version, from_version, diff, report_file, values_files):
         final = {key(f) for f in outcome.findings}
         seen: set = set()
         for step in chain.steps:
-            new_left = [f for f in step.left if key(f) not in seen]
+            new_left = [f for f in step.left if key(f) not in seen and f.code != SILENT]
             seen = {key(f) for f in step.left}
             human = [f for f in new_left if key(f) in final]
             later = len(new_left) - len(human)
@@ -462,6 +549,11 @@ def migrate(paths, to_version, from_version, diff, report_file, values_files):
             say(f"  {b.file.display}:{b.line}: {b.what} {b.old}: {b.why_not}")
         for f in outcome.findings:
             say("  " + text_line(f))
+    if silent:
+        say(f"Changes behaviour silently ({len(silent)}): flags not set whose default the upgrade changes"
+            + ("" if keep_defaults else "; `--keep-defaults` pins today's value"))
+        for f in silent:
+            say("  " + text_line(f))
     for line in errors:
         click.echo(line, err=True)
     if report_file:
@@ -470,9 +562,51 @@ def migrate(paths, to_version, from_version, diff, report_file, values_files):
         from .lint.migrate import markdown_report
 
         Path(report_file).write_text(markdown_report(to_version, from_version, changed, bumps_seen, fixed_all,
-                                                     outcome.findings, left, diff))
+                                                     outcome.findings, left, diff, silent))
         click.echo(f"Report written to {report_file}.", err=True)
     sys.exit(2 if errors else (1 if outcome.findings or left else 0))
+
+
+def _rehearse(path, from_version, origin, to_version, steps, timeout) -> None:
+    """`migrate --verify`: returns when the rehearsal passed; exits otherwise."""
+    from pathlib import Path
+
+    from .knowledge.versions import fmt
+    from .lint.migrate import find_bumps, run_chain
+    from .verify.rehearse import rehearse_migration
+
+    def migrate_copy(root: Path) -> list[str]:
+        cands, _ = discover([str(root)])
+        chain = run_chain(cands, steps, lambda project: [b.edit for b in find_bumps(project, to_version) if b.edit])
+        errors = _write(chain.outcome)
+        if errors:
+            raise click.ClickException("migrating the copy: " + "; ".join(errors))
+        return sorted(str(Path(p).relative_to(root)) if Path(p).is_relative_to(root) else str(p)
+                      for p in chain.outcome.changed())
+
+    echo = lambda s: click.echo(s, err=True)   # noqa: E731
+    source = fmt(from_version) if from_version else None
+    target = fmt(to_version)
+    click.echo(f"Rehearsal: {path} on vLLM {source or '?'}" + (f" (pinned by {origin})" if origin else "")
+               + f", then a migrated copy on vLLM {target}")
+    reh = rehearse_migration(path, target, source, origin, migrate_copy, echo=echo, timeout=timeout)
+    if reh.error:
+        click.echo(f"error: {reh.error}", err=True)
+        sys.exit(2)
+    click.echo(reh.matrix().text())
+    before = reh.before
+    if before.exit_code != 0:
+        why = before.error or ("the stack did not start" if before.exit_code == 2 else "a probe failed")
+        click.echo(f"\nThe configs do not pass on vLLM {source}, the release they pin ({why}): fix that first. "
+                   "Nothing was migrated or written.")
+        sys.exit(2 if before.error else 3)
+    if reh.after.exit_code != 0:
+        why = reh.after.error or ("the stack did not start" if reh.after.exit_code == 2 else "a probe failed")
+        click.echo(f"\nAfter migration the configs fail on vLLM {target} ({why}); changed in the copy: "
+                   f"{', '.join(reh.changed) or 'nothing'}. Nothing was written.")
+        sys.exit(2 if reh.after.error else 3)
+    click.echo(f"\nRehearsal passed ({reh.seconds:.0f} s): vLLM {source} before, {target} after migration. "
+               "Writing the migration.")
 
 
 class _progress:
@@ -501,6 +635,122 @@ class _progress:
             self.bar.stop()
 
 
+@main.group()
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="Settings file whose catalogue-dir to use (default: .vllmlint.toml or [tool.vllmlint] in "
+                   "pyproject.toml, searched upwards).")
+@click.pass_context
+def catalogue(ctx, config_file):
+    """The vLLM releases vllmlint knows: add a nightly, a fork or a plugin install; list; diff two.
+
+    Added releases live in $VLLMLINT_CATALOGUE_DIR, else `catalogue-dir` in the settings (relative
+    to the settings file: a team can commit theirs), else ~/.cache/vllmlint/catalogue; their
+    names work wherever a release does (--target-version, migrate --to/--from, diff)."""
+    from pathlib import Path
+
+    from .lint.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(Path.cwd(), config_file)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    ctx.obj = _added_dir(settings)
+
+
+@catalogue.command("add")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--name", help="The name to use it by (default: its release number); not a built-in release's.")
+@click.option("--version", "version",
+              help="The vLLM release it is (or is based on), when its vllm/_version.py does not say X.Y.Z.")
+@click.option("--builtin", is_flag=True,
+              help="Maintainers: write vllm-X.json into the package's own catalogue (or -o) and rebuild "
+                   "its index.json, as scripts/extract_catalogue.py does.")
+@click.option("-o", "--out", type=click.Path(file_okay=False), help="With --builtin: the folder to write to.")
+def catalogue_add(sources, name, version, builtin, out):
+    """Extract the vLLM in SOURCES (a vllm-*.whl, an unpacked wheel, or a site-packages folder
+    holding vllm/) with the same AST reader as the built-in catalogue; nothing of it is imported."""
+    from pathlib import Path
+
+    from .knowledge.catalogue import extract as ex
+
+    if builtin:
+        if name:
+            raise click.UsageError("--name goes with added releases, not --builtin (those are named by release)")
+        dest_dir = Path(out) if out else Path(ex.__file__).resolve().parent
+        for src in sources:
+            try:
+                dest, cat = ex.write_release(Path(src), dest_dir, version)
+            except SystemExit as err:
+                raise click.UsageError(str(err)) from None
+            click.echo(f"{dest}: {ex.summary(cat)}")
+        dest, index = ex.write_index(dest_dir)
+        click.echo(f"{dest}: {len(index['versions'])} releases, {len(index['renamed_flags'])} renamed flags")
+        return
+    if out:
+        raise click.UsageError("-o goes with --builtin; added releases go to the catalogue folder "
+                               "($VLLMLINT_CATALOGUE_DIR or catalogue-dir in the settings)")
+    if name and len(sources) > 1:
+        raise click.UsageError("--name names one release: add the others one by one")
+    from .knowledge.catalogue.added import add
+
+    where = click.get_current_context().obj
+    for src in sources:
+        try:
+            entry, cat, replaced = add(Path(src), where, name, version)
+        except ValueError as err:
+            raise click.UsageError(str(err)) from None
+        click.echo(f"{'Replaced' if replaced else 'Added'} {entry.name} (vLLM {entry.version}, {entry.counts}) "
+                   f"in {entry.path}")
+        if cat.get("problems"):
+            click.echo(f"  the reader could not follow: {cat['problems']}", err=True)
+        if not cat["flags"]:
+            click.echo("  warning: no flags found: is this a vLLM whose `vllm serve` parser vllmlint can read?",
+                       err=True)
+
+
+@catalogue.command("list")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def catalogue_list(fmt):
+    """The built-in releases and the added ones: name, release number, source, where."""
+    from .knowledge.catalogue import DATA, versions
+    from .knowledge.catalogue.added import entries
+
+    where = click.get_current_context().obj
+    rows = [{"name": v, "version": v, "source": "built-in", "where": str(DATA / f"vllm-{v}.json")}
+            for v in versions()]
+    rows += [{"name": e.name, "version": e.version, "source": e.source, "where": str(e.path)}
+             for e in entries(where)]
+    if fmt == "json":
+        click.echo(json.dumps({"added_dir": str(where), "releases": rows}, indent=1))
+        return
+    widths = [max(len(r[k]) for r in rows) for k in ("name", "version", "source")]
+    for r in rows:
+        click.echo(f"{r['name']:<{widths[0]}}  {r['version']:<{widths[1]}}  {r['source']:<{widths[2]}}  {r['where']}")
+    click.echo(f"{len(versions())} built-in, {len(rows) - len(versions())} added (in {where})", err=True)
+
+
+@catalogue.command("diff")
+@click.argument("a")
+@click.argument("b")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def catalogue_diff(a, b, fmt):
+    """What changed from release A to release B (built-in numbers, `latest`, or added names):
+    flags added, removed and renamed, defaults and choices changed, env vars, JSON config fields,
+    KV connectors, subcommands. Exit 0 either way."""
+    from .knowledge.catalogue import named
+    from .knowledge.catalogue.diff import diff, render_text
+
+    where = click.get_current_context().obj
+    cats = []
+    for value, hint in ((a, "'A'"), (b, "'B'")):
+        try:
+            cats.append(named(value, where))
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint=hint) from None
+    d = diff(*cats)
+    click.echo(json.dumps(d, indent=1) if fmt == "json" else render_text(d))
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
                                 "help_option_names": []})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -526,15 +776,34 @@ def router(args):
               help="Run P/D pairs over this KV connector instead of the config's (roles kept): "
                    "example = ExampleConnector (fast on CPU), nixl = NixlConnector (needs nixl; slow on CPU).")
 @click.option("--keep", is_flag=True, help="Keep the logs folder and print where it is.")
-def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep):
+@click.option("--vllm-version", "releases", metavar="X.Y.Z[,X.Y.Z...]",
+              help="Verify on each of these releases (CPU builds, installed on first use into cached venvs: "
+                   "$VLLMLINT_VLLM_VENVS or ~/.cache/vllmlint/vllm-venvs) and print a release x probe matrix.")
+def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep, releases):
     """Start the deployment in PATH on a real vLLM and probe it.
 
-    Exit codes: 0 every probe passed, 1 a probe failed, 2 the stack could not start (or no vLLM).
+    Exit codes: 0 every probe passed, 1 a probe failed, 2 the stack could not start (or no vLLM;
+    with --vllm-version: a release that cannot be installed here).
     """
     from .verify import Verifier
     from .verify.report import render
 
     echo = (lambda s: click.echo(s, err=True)) if fmt == "text" else None
+    if releases:
+        if vllm_path:
+            raise click.UsageError("--vllm and --vllm-version: give one (--vllm-version installs its own)")
+        from .verify.rehearse import verify_matrix
+        from .verify.releases import Refused, check_release
+
+        try:        # every release checked before any is installed
+            wanted = [check_release(r) for r in releases.split(",") if r.strip()]
+        except Refused as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(2)
+        matrix = verify_matrix(path, wanted, echo=(lambda s: click.echo(s, err=True)), model=model_dir,
+                               timeout=timeout, keep=keep, connector=connector)
+        click.echo(json.dumps(matrix.as_dict(), indent=2, default=str) if fmt == "json" else matrix.text())
+        sys.exit(matrix.exit_code)
     outcome = Verifier([path], vllm=vllm_path, model=model_dir, timeout=timeout, keep=keep,
                        connector=connector, echo=echo).run()
     report = render(outcome, fmt)

@@ -36,6 +36,18 @@ BUILTIN_VLLM_IMAGES = (
     "vllm-project/*",
 )
 
+# Images of vLLM with a platform or model plugin that adds its own flags to `vllm serve`
+# (vLLM-Omni's `--omni`, vLLM Ascend's options): their tags are the plugin's versions, not vLLM's,
+# and a flag vLLM does not know may be the plugin's, so such a flag is `info`, never an error.
+PLUGIN_IMAGES = {
+    "vllm/vllm-omni": "vLLM-Omni",
+    "*/vllm-omni": "vLLM-Omni",
+    "*/vllm-ascend": "vLLM Ascend",
+    "ascend/vllm-ascend": "vLLM Ascend",
+    "*/vllm-gaudi": "vLLM Gaudi",
+    "*/vllm-spyre": "vLLM Spyre",
+}
+
 # `${IMAGE:-vllm/vllm-openai:v0.29.0}` / `${IMAGE-...}`: the default is the image when unset.
 _DEFAULTED_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
 _REF_RE = re.compile(
@@ -116,3 +128,16 @@ def parse_tag(tag: str | None) -> Tag | None:
     version = (int(m.group("x")), int(m.group("y")), int(m.group("z")))
     variant = m.group("variant") or ""
     return Tag(tag, version, variant, exact=not variant)
+
+
+def plugin_of(image: str | None) -> str | None:
+    """The vLLM plugin an image carries (`vllm/vllm-omni:v0.20.0` -> "vLLM-Omni"), else None."""
+    if not image:
+        return None
+    ref = parse_image(image)
+    if ref is None:
+        return None
+    for glob, plugin in PLUGIN_IMAGES.items():
+        if fnmatchcase(ref.path, glob) or fnmatchcase(ref.name, glob):
+            return plugin
+    return None

@@ -13,6 +13,7 @@ found from the current folder upwards; command-line options win.
     prompt-tokens = 8192
     fail-level = "warning"     # the lowest severity that fails `check` (error | warning | info)
     helm-values = {"charts/serving" = ["values-prod.yaml"]}   # values files rendered on top of a chart's values.yaml
+    catalogue-dir = "ops/vllm-catalogue"   # releases added with `vllmlint catalogue add` (committed)
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 KEYS = {"target-version", "select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
-        "model-config", "prompt-tokens", "fail-level", "helm-values"}
+        "model-config", "prompt-tokens", "fail-level", "helm-values", "catalogue-dir"}
 
 
 class ConfigError(Exception):
@@ -48,6 +49,7 @@ class Settings:
     model_config: str | None = None
     prompt_tokens: int | None = None
     fail_level: str = "warning"
+    catalogue_dir: str | None = None               # added releases (absolute; None: the cache folder)
     helm_values: dict[str, list[str]] = field(default_factory=dict)   # chart folder -> values files
 
     def chart_values(self, extra: tuple[str, ...] = ()) -> dict:
@@ -79,7 +81,7 @@ class Settings:
                 "ignore": self.ignore, "exclude": self.exclude, "per-file-ignores": self.per_file_ignores,
                 "severity": self.severity, "topology": self.topology, "model-config": self.model_config,
                 "prompt-tokens": self.prompt_tokens, "fail-level": self.fail_level,
-                "helm-values": self.helm_values}
+                "helm-values": self.helm_values, "catalogue-dir": self.catalogue_dir}
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -147,7 +149,7 @@ def load_settings(start: Path, explicit: str | None = None) -> Settings:
     if bad:
         raise ConfigError(f"{path}: severity must be error, warning or info: {bad}")
     settings.severity = dict(sev)
-    for key, attr in (("topology", "topology"), ("model-config", "model_config")):
+    for key, attr in (("topology", "topology"), ("model-config", "model_config"), ("catalogue-dir", "catalogue_dir")):
         if data.get(key):
             setattr(settings, attr, str((settings.root / data[key])))
     if data.get("fail-level") is not None:

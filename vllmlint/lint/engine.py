@@ -30,7 +30,8 @@ class Outcome:
     suppressed: list = field(default_factory=list)                 # suppress.Suppressed, with reasons
 
     def changed(self) -> dict[Path, tuple[SourceFile, str]]:
-        return {p: (self.originals[p], t) for p, t in self.texts.items() if t != self.originals[p].text}
+        return {p: (self.originals[p], t) for p, t in self.texts.items()
+                if p in self.originals and t != self.originals[p].text}
 
 
 def gate_fixes_by_release(findings: list[Finding]) -> None:
@@ -47,8 +48,14 @@ def gate_fixes_by_release(findings: list[Finding]) -> None:
         if older:
             launch = older[0]
             f.fix, f.fixable = None, False
-            f.message += (f" (runs {fmt(launch.release)} today, {launch.release_from}: the fix belongs to the "
-                          f"upgrade, `vllmlint migrate --to {fmt(fix.min_release)}`)")
+            f.message += f" (runs {fmt(launch.release)} today: fix with `vllmlint migrate --to {fmt(fix.min_release)}`)"
+            f.detail = _join(f.detail, f"The launch runs vLLM {fmt(launch.release)} today ({launch.release_from}); "
+                                       f"the fixed config needs {fmt(fix.min_release)}, so the fix belongs to the "
+                                       f"upgrade, which bumps the tag or pin in the same edit set.")
+
+
+def _join(*parts: str) -> str:
+    return " ".join(p for p in parts if p)
 
 
 def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=None, gate: bool = False):
@@ -91,6 +98,7 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
     secrets = secret_values(project)      # a message never shows a token, key or password
     for f in findings:
         f.message = mask_secrets(f.message, secrets)
+        f.detail = mask_secrets(f.detail, secrets)
     seen, unique = set(), []
     for f in sorted(findings, key=Finding.sort_key):
         if f.fix is not None and f.fix.applicability == "unsafe" and not unsafe:
@@ -155,13 +163,17 @@ def _fix_key(finding: Finding) -> tuple:
 
 def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                   post_edits=None, unsafe: bool = False, settings=None, cache: ParseCache | None = None,
-                  gate: bool = True, extra_images: tuple[str, ...] = (), helm_values: dict | None = None) -> Outcome:
+                  gate: bool = True, extra_images: tuple[str, ...] = (),
+                  buffers: dict[Path, str] | None = None, helm_values: dict | None = None) -> Outcome:
     """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate).
     `cache`: parsed files to reuse (a migrate chain shares one across its steps); each pass
     re-parses only the files the previous pass changed. `gate`: see gate_fixes_by_release
-    (off for migrate, whose tag and pin bumps go with its fixes)."""
+    (off for migrate, whose tag and pin bumps go with its fixes). `buffers`: text to read in
+    place of a file's on disk (an editor's unsaved buffers, `vllmlint server`); a fix is computed
+    on, and its original is, the buffer."""
     cache = cache if cache is not None else ParseCache()
-    overrides: dict[Path, str] = {}
+    buffers = dict(buffers or {})
+    overrides: dict[Path, str] = dict(buffers)
     originals: dict[Path, SourceFile] = {}
     fixed: list[Finding] = []
     dropped: list[str] = []
@@ -190,7 +202,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
         for path, file_edits in by_file.items():
             source = file_edits[0].file
             if path not in originals:      # (re-reading it now could fail: it may be gone)
-                originals[path] = _pristine(source, overrides)
+                originals[path] = _pristine(source, overrides, buffers)
             new_text = apply_edits(source.text, _keep_no_final_newline(source.text, file_edits))
             reason = _reparse_error(source, new_text, parsed_now.get(path), cache)
             if reason:
@@ -209,9 +221,11 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                    suppressed)
 
 
-def _pristine(source: SourceFile, overrides: dict[Path, str]) -> SourceFile:
+def _pristine(source: SourceFile, overrides: dict[Path, str], buffers: dict[Path, str]) -> SourceFile:
     if source.path not in overrides:
         return SourceFile(source.path, source.display, source.text, source.kind, source.bom)
+    if source.path in buffers:
+        return SourceFile(source.path, source.display, buffers[source.path], source.kind, source.bom)
     from .sources import read_source
     return read_source(source.path, source.display, source.kind)
 

@@ -16,6 +16,11 @@ from ..knowledge.versions import fmt, parse_version
 IMAGE_TAG_RE = re.compile(
     r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
     r":(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)(?P<digest>@sha256:[0-9a-f]+)?")
+# a vLLM image whose tag names no release: `latest`, `nightly[-…]`, a commit, or no tag at all
+# (`image: vllm/vllm-openai`: Docker reads it as latest). Never bumped, reported for a human.
+FLOATING_TAG_RE = re.compile(
+    r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
+    r"(?::(?P<tag>latest|nightly[\w.\-]*|[0-9a-f]{7,40})\b|(?=[\"']?[ \t]*(?:#.*)?$))(?!@)", re.M)
 KUSTOMIZE_TAG_RE = re.compile(r"(?m)^(?P<lead>\s*newTag:\s*[\"']?)(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)")
 # the forms a bump rewrites whole: vX.Y.Z, X.Y.Z, vX.Y.Z.N, X.Y.Z.postN
 PLAIN_TAG_RE = re.compile(r"^v?\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?$")
@@ -90,6 +95,15 @@ class Bump:
     why_not: str = ""
 
 
+_TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
+
+
+def is_test_code(source: SourceFile) -> bool:
+    """Python test code: an image string there is data a test asserts on, not a deployment
+    (`assert engine["image"] == "vllm/vllm-openai:v0.6.3"`): bumping it breaks the test."""
+    return source.kind == "python" and bool(_TEST_PATH_RE.search(source.display.replace("\\", "/")))
+
+
 def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
     bumps: list[Bump] = []
     for source in project.sources:
@@ -110,8 +124,21 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
                 bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag", None,
                                   "pinned by digest: pick the new digest by hand"))
                 continue
+            if is_test_code(source):
+                bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag", None,
+                                  "in test code: bump it by hand together with what the test expects"))
+                continue
             bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag",
                               Edit(source, m.start("tag"), m.end("tag"), new_tag)))
+        for m in FLOATING_TAG_RE.finditer(text):
+            if source.kind == "requirements":
+                continue
+            tag = m.group("tag") or "latest"
+            written = m.group(0) if m.group("tag") else f"{m.group('image')} (no tag: latest)"
+            bumps.append(Bump(source, source.line_col(m.start())[0], written,
+                              f"{m.group('image')}:v{fmt(target)}", "image tag", None,
+                              f"tag {tag} names no release (whatever was pulled last runs): "
+                              f"pin v{fmt(target)} by hand"))
         if source.kind in ("yaml", "k8s", "compose") and re.search(r"newName:\s*[\"']?(?:[\w.\-]+/)?vllm/vllm-openai", text):
             for m in KUSTOMIZE_TAG_RE.finditer(text):
                 tag = m.group("tag")
@@ -235,8 +262,27 @@ class _StartFrom:
         return False
 
 
-def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, helm_values: dict | None = None) -> Chain:
-    """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last."""
+SILENT = "VL307"        # default-changed: listed apart, as "changes behaviour silently"
+
+
+def silent_changes(candidates, target: tuple[int, int, int]) -> list:
+    """VL307's findings on the tree as it is (each launch at the release it runs today): the
+    defaults the upgrade to `target` changes under launches that do not set them."""
+    from .engine import run_rules
+    from .project import load
+    from .registry import selected_rules
+
+    rules = list(selected_rules(target, select=[SILENT]))
+    if not rules:
+        return []
+    findings, _ = run_rules(load(candidates), rules)
+    return sorted(findings, key=lambda f: f.sort_key())
+
+
+def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, options: dict | None = None,
+              helm_values: dict | None = None) -> Chain:
+    """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last.
+    `options`: rule options (`keep_defaults`: VL307 pins today's defaults)."""
     from .engine import Outcome, check_and_fix
     from .project import ParseCache
     from .registry import selected_rules
@@ -249,7 +295,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, he
     done: list[Step] = []
     outcome = None
     for i, version in enumerate(steps):
-        rules = list(selected_rules(version))
+        rules = list(selected_rules(version, options=options))
         last = i + 1 == len(steps)
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
@@ -265,7 +311,8 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, he
     return Chain(done, total)
 
 
-def markdown_report(to_version, from_version, changed, bumps, fixed, findings, left, preview: bool) -> str:
+def markdown_report(to_version, from_version, changed, bumps, fixed, findings, left, preview: bool,
+                    silent=()) -> str:
     """A pull-request description: per file what changed and why, then what needs a human."""
     from .docs import help_uri
 
@@ -295,5 +342,13 @@ def markdown_report(to_version, from_version, changed, bumps, fixed, findings, l
         for f in findings:
             line, col = f.line_col
             lines.append(f"- `{f.file.display}:{line}:{col}` {link(f.code)} ({f.severity}): {f.message}")
+        lines.append("")
+    if silent:
+        lines += ["## Changes behaviour silently", "",
+                  "Flags these launches do not set whose default differs in the target "
+                  "(`vllmlint migrate --keep-defaults` pins today's value):", ""]
+        for f in silent:
+            line, col = f.line_col
+            lines.append(f"- `{f.file.display}:{line}:{col}` {link(f.code)}: {f.message}")
         lines.append("")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from pathlib import Path
 from .discovery import Candidate
 from ..model.launch import EnvEntry, Launch, ParsedFile, ParseError, SourceFile
 from .releases import assign_releases
-from .sources import Unreadable, read_source
+from .sources import Unreadable, mentions_vllm, read_source
 
 
 def parser_for(kind: str):
@@ -44,6 +44,8 @@ class Problem:
     display: str
     line: int
     reason: str
+    # False: the file never mentions vLLM, so it is skipped (listed with --verbose), not an error
+    concerns_vllm: bool = True
 
     def __str__(self) -> str:
         from .report import mask_secrets
@@ -141,33 +143,51 @@ def workers_for(n_files: int) -> int:
     return max(1, min(cores, MAX_WORKERS))
 
 
-def _read_and_parse(cand: Candidate, override: str | None):
-    """One file: ("file", ParsedFile) | ("other", SourceFile) | ("problem", Problem) | None."""
+def _read(cand: Candidate, override: str | None) -> SourceFile:
+    """The file's text: from disk, or `override` (a fix pass's result, an editor's unsaved
+    buffer). A buffer whose file is not on disk (yet) is read from the buffer alone."""
     try:
         source = read_source(cand.path, cand.display, cand.kind)
-    except Unreadable as err:
-        return "problem", Problem(cand.display, err.line, err.reason)
+    except Unreadable:
+        if override is None or cand.path.exists():
+            raise
+        return SourceFile(path=cand.path, display=cand.display, text=override, kind=cand.kind)
     if override is not None:
         source.text = override
+    return source
+
+
+def _read_and_parse(cand: Candidate, override: str | SourceFile | None):
+    """One file: ("file", ParsedFile) | ("other", SourceFile) | ("problem", Problem) | None.
+    `override`: the text to use instead of the file's, or the SourceFile already read (a cache
+    miss on a later pass: not read twice)."""
+    if isinstance(override, SourceFile):
+        source = override
+    else:
+        try:
+            source = _read(cand, override)
+        except Unreadable as err:
+            return "problem", Problem(cand.display, err.line, err.reason, err.concerns_vllm)
     if cand.kind == "requirements":
         return "other", source
     try:
         parsed = parse_source(source)
     except ParseError as err:
-        return "problem", Problem(cand.display, err.line, err.reason)
+        return "problem", Problem(cand.display, err.line, err.reason, mentions_vllm(source.text))
     except RecursionError:
-        return "problem", Problem(cand.display, 1, "nested too deeply to read")
+        return "problem", Problem(cand.display, 1, "nested too deeply to read", mentions_vllm(source.text))
     except Exception as err:     # a parser bug on odd input: report this file, check the others
         return "problem", Problem(cand.display, 1, f"internal error while reading it: "
-                                                   f"{type(err).__name__}: {err} (please report)")
+                                                   f"{type(err).__name__}: {err} (please report)",
+                                  mentions_vllm(source.text))
     return ("file", parsed) if parsed is not None else None
 
 
-def _parse_chunk(work: list[tuple[Candidate, str | None]]) -> list:
+def _parse_chunk(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
     return [_read_and_parse(cand, override) for cand, override in work]
 
 
-def _parse_all(work: list[tuple[Candidate, str | None]]) -> list:
+def _parse_all(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
     """Each file's result, in order; in worker processes when the tree is big enough and the
     platform can fork (a forked worker inherits the imported parsers: no start-up cost)."""
     jobs = workers_for(len(work))
@@ -195,23 +215,24 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
     overrides = overrides or {}
     results: list = [None] * len(candidates)
     todo: list[int] = []
+    already_read: dict[int, SourceFile] = {}
     for i, cand in enumerate(candidates):
         if ON_FILE is not None:
             ON_FILE(cand)
         if cache:             # an empty cache (a first pass) has nothing to reuse: skip the read
             try:
-                source = read_source(cand.path, cand.display, cand.kind)
+                source = _read(cand, overrides.get(cand.path))
             except Unreadable as err:
-                results[i] = "problem", Problem(cand.display, err.line, err.reason)
+                results[i] = "problem", Problem(cand.display, err.line, err.reason, err.concerns_vllm)
                 continue
-            if cand.path in overrides:
-                source.text = overrides[cand.path]
             hit = cache.get(source) if cand.kind != "requirements" else None
             if hit is not None:
                 results[i] = "cached", hit
                 continue
+            already_read[i] = source
         todo.append(i)
-    parsed_now = _parse_all([(candidates[i], overrides.get(candidates[i].path)) for i in todo])
+    parsed_now = _parse_all([(candidates[i], already_read.get(i) or overrides.get(candidates[i].path))
+                             for i in todo])
     for i, result in zip(todo, parsed_now):
         results[i] = result
         if result is not None and result[0] == "file" and cache is not None:

@@ -65,21 +65,29 @@ class Rule:
 
     def finding(self, file: SourceFile, span: Span, message: str, fix: Fix | None = None,
                 severity: str | None = None, launches: list | None = None,
-                min_release: tuple[int, int, int] | None = None) -> Finding:
-        """`launches`: the launches the fix changes; `min_release`: the first release on which
-        the fixed config is right (engine.gate_fixes_by_release leaves the fix to `migrate` for a
-        launch that runs an older release today)."""
+                min_release: tuple[int, int, int] | None = None, detail: str = "") -> Finding:
+        """`message`: one line, the what and the what-to-do (about 120 characters); `detail`: the
+        why and the evidence (file:line in vLLM, numbers), shown in JSON, SARIF, the editor and
+        with `--show-details`. `launches`: the launches the fix changes; `min_release`: the first
+        release on which the fixed config is right (engine.gate_fixes_by_release leaves the fix to
+        `migrate` for a launch that runs an older release today)."""
         if fix is not None and launches:
             fix.launches = list(launches)
             fix.min_release = min_release
         return Finding(self.code, self.name, severity or self.severity, file, span, message,
-                       fix, fix is not None)
+                       fix, fix is not None, detail)
 
     def check(self, project) -> Iterable[Finding]:   # pragma: no cover - abstract
         raise NotImplementedError
 
     @property
     def target_str(self) -> str:
+        """`0.30.0`; for an added release in use (`vllmlint catalogue add`), its own name."""
+        from ..knowledge.catalogue import active
+
+        added = active()
+        if added is not None and tuple(self.target) == added.vtuple and added.name != fmt(self.target):
+            return added.name
         return fmt(self.target)
 
 

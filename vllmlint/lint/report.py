@@ -99,13 +99,15 @@ def secret_values(project) -> set[str]:
 def finding_dict(f: Finding) -> dict:
     line, col = f.line_col
     return {"code": f.code, "name": f.name, "severity": f.severity, "path": f.file.display,
-            "line": line, "column": col, "message": f.message, "fixable": f.fixable}
+            "line": line, "column": col, "message": f.message, "fixable": f.fixable, "detail": f.detail}
 
 
-def text_line(f: Finding) -> str:
-    """`path:line:col: CODE severity: message [*]` (hadolint's order; `[*]`: has a fix)."""
+def text_line(f: Finding, details: bool = False) -> str:
+    """`path:line:col: CODE severity: message [*]` (hadolint's order; `[*]`: has a fix); with
+    `details`, the why on the next line, indented."""
     line, col = f.line_col
-    return f"{f.file.display}:{line}:{col}: {f.code} {f.severity}: {f.message}" + (" [*]" if f.fixable else "")
+    out = f"{f.file.display}:{line}:{col}: {f.code} {f.severity}: {f.message}" + (" [*]" if f.fixable else "")
+    return out + (f"\n    {f.detail}" if details and f.detail else "")
 
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -152,15 +154,29 @@ def render_statistics(findings: list[Finding], fmt: str) -> str:
 SEVERITY_COLOR = {"error": "red", "warning": "yellow", "info": "blue"}
 
 
-def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bool = False) -> str:
+# A file that concerns vLLM and cannot be read is an error of the run, not a finding: text
+# prints it on stderr (`path:line: reason`, exit 2); the machine formats carry it too, so a
+# consumer that reads only stdout sees why the run failed. JSON: an entry shaped like a
+# finding with code E000 (the array stays what today's consumers read); SARIF: a
+# toolExecutionNotification; GitHub: an ::error annotation; GitLab: a critical issue.
+PROBLEM_CODE, PROBLEM_NAME = "E000", "unreadable-file"
+
+
+def problem_dict(p) -> dict:
+    return {"code": PROBLEM_CODE, "name": PROBLEM_NAME, "severity": "error", "path": p.display,
+            "line": p.line, "column": 1 if p.line else 0, "message": mask_secrets(p.reason), "fixable": False}
+
+
+def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bool = False,
+           problems=(), details: bool = False) -> str:
     if fmt == "json":
-        return json.dumps([finding_dict(f) for f in findings], indent=2)
+        return json.dumps([finding_dict(f) for f in findings] + [problem_dict(p) for p in problems], indent=2)
     if fmt == "sarif":
-        return json.dumps(sarif(findings, rules, suppressed), indent=2)
+        return json.dumps(sarif(findings, rules, suppressed, problems), indent=2)
     if fmt == "github":
-        return "\n".join(github_line(f) for f in findings)
+        return "\n".join([github_line(f) for f in findings] + [github_problem(p) for p in problems])
     if fmt == "gitlab":
-        return json.dumps(gitlab(findings), indent=2)
+        return json.dumps(gitlab(findings) + [gitlab_problem(p) for p in problems], indent=2)
     if color:
         import click
 
@@ -168,8 +184,9 @@ def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bo
             click.style(f"{f.file.display}:{f.line_col[0]}:{f.line_col[1]}:", bold=True) + " "
             + click.style(f.code, fg=SEVERITY_COLOR.get(f.severity), bold=True) + " "
             + click.style(f"{f.severity}:", fg=SEVERITY_COLOR.get(f.severity)) + " " + f.message
-            + (click.style(" [*]", fg="cyan") if f.fixable else "") for f in findings)
-    return "\n".join(text_line(f) for f in findings)
+            + (click.style(" [*]", fg="cyan") if f.fixable else "")
+            + (click.style(f"\n    {f.detail}", dim=True) if details and f.detail else "") for f in findings)
+    return "\n".join(text_line(f, details) for f in findings)
 
 
 # -- GitHub Actions workflow commands --------------------------------------------------
@@ -188,6 +205,11 @@ def github_line(f: Finding) -> str:
     line, col = f.line_col
     return (f"::{GITHUB_LEVEL.get(f.severity, 'warning')} file={_gh_prop(f.file.display)},line={line},col={col},"
             f"title={_gh_prop(f'{f.code} {f.name}')}::{_gh_data(f.message)}")
+
+
+def github_problem(p) -> str:
+    where = f"file={_gh_prop(p.display)}" + (f",line={p.line}" if p.line else "")
+    return f"::error {where},title={_gh_prop(f'{PROBLEM_CODE} {PROBLEM_NAME}')}::{_gh_data(mask_secrets(p.reason))}"
 
 
 # -- GitLab code quality (Code Climate JSON) --------------------------------------------
@@ -218,6 +240,16 @@ def gitlab(findings: list[Finding]) -> list[dict]:
     return out
 
 
+def gitlab_problem(p) -> dict:
+    import hashlib
+
+    return {"type": "issue", "check_name": PROBLEM_CODE,
+            "description": f"{PROBLEM_CODE} {PROBLEM_NAME}: {mask_secrets(p.reason)}",
+            "categories": ["Bug Risk"], "severity": "critical",
+            "fingerprint": hashlib.sha256(f"{PROBLEM_CODE}:{p.display}:{p.reason}".encode()).hexdigest()[:32],
+            "location": {"path": diff_path(p.display), "lines": {"begin": max(p.line, 1), "end": max(p.line, 1)}}}
+
+
 # -- SARIF 2.1.0 --------------------------------------------------------------------------
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -245,7 +277,8 @@ def _region(f: Finding) -> dict:
 def _result(f: Finding, index: dict, suppression: dict | None = None) -> dict:
     from .baseline import fingerprint
 
-    result = {"ruleId": f.code, "level": SARIF_LEVEL.get(f.severity, "warning"), "message": {"text": f.message},
+    message = {"text": f.message + (f" {f.detail}" if f.detail else "")}
+    result = {"ruleId": f.code, "level": SARIF_LEVEL.get(f.severity, "warning"), "message": message,
               "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.file.display)},
                                                   "region": _region(f)}}],
               "partialFingerprints": {"vllmlintFingerprint/v1": fingerprint(f)}}
@@ -256,7 +289,7 @@ def _result(f: Finding, index: dict, suppression: dict | None = None) -> dict:
     return result
 
 
-def sarif(findings: list[Finding], rules=(), suppressed=()) -> dict:
+def sarif(findings: list[Finding], rules=(), suppressed=(), problems=()) -> dict:
     from .. import PROJECT_URL, __version__
     from .docs import help_uri, rule_page
 
@@ -287,7 +320,22 @@ def sarif(findings: list[Finding], rules=(), suppressed=()) -> dict:
     return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
             "runs": [{"tool": {"driver": {"name": "vllmlint", "version": __version__, "semanticVersion": __version__,
                                           "informationUri": PROJECT_URL, "rules": descriptors}},
+                      "invocations": [_invocation(problems)],
                       "columnKind": "unicodeCodePoints", "results": results}]}
+
+
+def _invocation(problems) -> dict:
+    notes = []
+    for p in problems:
+        note = {"level": "error", "message": {"text": mask_secrets(p.reason)},
+                "descriptor": {"id": PROBLEM_CODE}}
+        if p.line or p.display != "vllmlint":
+            location = {"artifactLocation": {"uri": _uri(p.display)}}
+            if p.line:
+                location["region"] = {"startLine": p.line}
+            note["locations"] = [{"physicalLocation": location}]
+        notes.append(note)
+    return {"executionSuccessful": not problems, "toolExecutionNotifications": notes}
 
 
 def launch_dict(launch: Launch) -> dict:

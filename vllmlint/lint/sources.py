@@ -13,9 +13,12 @@ MAX_BYTES = 10 * 1024 * 1024    # a deployment config is never this big; bounded
 
 
 class Unreadable(Exception):
-    def __init__(self, line: int, reason: str):
+    """`concerns_vllm`: False when the bytes were read and never mention vLLM (a binary or
+    non-UTF-8 file that is no deployment config of ours: skipped, not an error)."""
+
+    def __init__(self, line: int, reason: str, concerns_vllm: bool = True):
         super().__init__(reason)
-        self.line, self.reason = line, reason
+        self.line, self.reason, self.concerns_vllm = line, reason, concerns_vllm
 
 
 def decode(raw: bytes) -> tuple[str, bool]:
@@ -28,6 +31,14 @@ def decode(raw: bytes) -> tuple[str, bool]:
         raise Unreadable(line, f"not UTF-8 text (byte 0x{body[err.start]:02x} at offset {err.start})") from None
 
 
+def mentions_vllm(data: bytes | str) -> bool:
+    """Whether a file that cannot be parsed concerns vLLM at all: one that never names it (a
+    Terraform template, a sample with `{{ }}` placeholders) is skipped rather than failing the run."""
+    if isinstance(data, str):
+        return "vllm" in data.lower()
+    return b"vllm" in data.lower()
+
+
 def read_source(path: Path, display: str, kind: str) -> SourceFile:
     try:
         size = path.stat().st_size
@@ -37,8 +48,12 @@ def read_source(path: Path, display: str, kind: str) -> SourceFile:
     except OSError as err:
         raise Unreadable(0, f"cannot read: {err.strerror or err}") from None
     if b"\0" in raw[:8192]:
-        raise Unreadable(1, "binary file")
-    text, bom = decode(raw)
+        raise Unreadable(1, "binary file", mentions_vllm(raw))
+    try:
+        text, bom = decode(raw)
+    except Unreadable as err:
+        err.concerns_vllm = mentions_vllm(raw)
+        raise
     return SourceFile(path=path, display=display, text=text, kind=kind, bom=bom)
 
 

@@ -286,9 +286,10 @@ class Finding:
     severity: str              # error | warning | info
     file: SourceFile
     span: Span
-    message: str
+    message: str               # one line: what, and what to do (about 120 characters)
     fix: Fix | None = None
     fixable: bool = False
+    detail: str = ""           # the why and the evidence: JSON, SARIF, `--show-details`, the editor
 
     @property
     def line_col(self) -> tuple[int, int]:

@@ -108,11 +108,7 @@ def parse_makefile(source: SourceFile) -> ParsedFile:
         if re.match(r"^\s*define\b", line):
             in_define = True
             continue
-        m = MAKE_EXPORT_RE.match(line)
-        if m:
-            entry = _export(source, m, start, end, "Makefile export")
-            exported.append(entry)
-            pf.env.append(entry)
+        if _take_export(MAKE_EXPORT_RE.match(line), source, pf, exported, start, end, "Makefile export"):
             continue
         m = MAKE_RULE_RE.match(line)
         if m and not line.startswith((" ", "\t")):
@@ -154,11 +150,7 @@ def parse_justfile(source: SourceFile) -> ParsedFile:
             continuing = line.endswith("\\")
             continue
         current, indent, continuing = None, None, False
-        m = JUST_EXPORT_RE.match(line)
-        if m:
-            entry = _export(source, m, start, end, "Justfile export")
-            exported.append(entry)
-            pf.env.append(entry)
+        if _take_export(JUST_EXPORT_RE.match(line), source, pf, exported, start, end, "Justfile export"):
             continue
         m = JUST_RECIPE_RE.match(line)
         if m and not line.startswith(("set ", "alias ", "import ", "mod ")):
@@ -166,6 +158,17 @@ def parse_justfile(source: SourceFile) -> ParsedFile:
             recipes.append((m.group(1), current))
     _scan_recipes(source, pf, recipes, exported)
     return pf
+
+
+def _take_export(m, source: SourceFile, pf: ParsedFile, exported: list[EnvEntry],
+                 start: int, end: int, what: str) -> bool:
+    """An `export NAME = value` line (make or just): it reaches every recipe's launches."""
+    if not m:
+        return False
+    entry = _export(source, m, start, end, what)
+    exported.append(entry)
+    pf.env.append(entry)
+    return True
 
 
 def _add_just(b: _Builder, text: str, i: int, stop: int) -> None:

@@ -94,6 +94,7 @@ class UnitContext:
     connector: str | None = None       # run P/D pairs over this connector instead: example | nixl
     server_count: int = 0              # servers in the unit (0: unknown)
     cores_given: int = 0               # CPU hosts: servers given their cores so far
+    vllm_version: str | None = None    # the release that runs (`importlib.metadata.version("vllm")`)
 
     def storage_for(self, original: str) -> Path:
         if original not in self.storage:

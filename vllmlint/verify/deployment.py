@@ -179,7 +179,7 @@ def deployment(paths: Sequence[str], *, vllm: str | None = None, model: str | No
     root = Path(tempfile.mkdtemp(prefix="vllmlint-replay-"))
     sup = Supervisor(root)
     ctx = UnitContext(workdir=root / "unit", model=model_dir, vllm=exe, python=python_of(exe),
-                      cpu=is_cpu_build(version), connector=connector)
+                      cpu=is_cpu_build(version), connector=connector, vllm_version=version)
     ctx.workdir.mkdir(parents=True, exist_ok=True)
     verifier = Verifier(list(paths), vllm=vllm, timeout=timeout, echo=echo)
     run = UnitRun(verifier, graph, unit, ctx, sup, Path(paths[0]).absolute())

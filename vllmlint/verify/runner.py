@@ -156,6 +156,19 @@ def scale_out_calls(graph: Graph, launch: Launch) -> list[tuple[str, str]]:
     return [(c.path, c.where) for c in graph.calls if c.scale_out and launch in c.targets]
 
 
+def scale_out_off_status(version: str | None) -> int | None:
+    """What a scale-out route answers on a server that does not serve them: None below 0.30 (every
+    `vllm serve` registered them), 404 on 0.30/0.31 (not registered), 403 from 0.32."""
+    parts = (version or "").split("+")[0].split(".")
+    try:
+        key = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return 404
+    if key < (0, 30):
+        return None
+    return 404 if key < (0, 32) else 403
+
+
 def serves_scale_out(plan: ServerPlan) -> bool:
     if plan.kind in (RENDER, TOKENS_ONLY):
         return True
@@ -234,7 +247,7 @@ class Verifier:
                     continue
                 ctx = UnitContext(workdir=root / f"unit{n}", model=model, vllm=vllm,
                                   python=python_of(vllm), cpu=is_cpu_build(out.vllm_version),
-                                  connector=self.connector)
+                                  connector=self.connector, vllm_version=out.vllm_version)
                 ctx.workdir.mkdir(parents=True, exist_ok=True)
                 unit = UnitRun(self, graph, group, ctx, sup, tree)
                 out.units.append(unit.result)
@@ -426,14 +439,15 @@ class UnitRun:
         rs = self.results
         calls = {id(r): scale_out_calls(self.graph, r.plan.launch) for r in rs}
         expected = [r for r in rs if serves_scale_out(r.plan) or calls[id(r)]]
+        off = scale_out_off_status(self.ctx.vllm_version)
         for r in rs:                       # must be off: a plain engine nothing calls for it
-            if r in expected or r.plan.kind not in (SERVE, API_SERVER):
+            if r in expected or r.plan.kind not in (SERVE, API_SERVER) or off is None:
                 continue
             model = self._model_name(r)
             body = {"model": model, "messages": [{"role": "user", "content": "hello"}]}
             reply = http.post(r.plan.base_url + "/v1/chat/completions/render", body, 60, _auth(r.plan))
-            ok = reply.status == 404
-            r.probes.append(Probe("scale-out off", ok, "POST /v1/chat/completions/render -> 404 "
+            ok = reply.status == off
+            r.probes.append(Probe("scale-out off", ok, f"POST /v1/chat/completions/render -> {off} "
                                   "(no --enable-scale-out and nothing calls it)", reply.status,
                                   self._off_evidence(r, reply), reply.seconds, "/v1/chat/completions/render"))
         if not expected:

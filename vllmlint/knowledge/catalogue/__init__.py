@@ -1,9 +1,15 @@
 """What each vLLM release accepts: flags, environment variables, JSON config fields.
 
 The data files next to this module are generated from the released wheels by
-`scripts/extract_catalogue.py` (one `vllm-X.json` per release, plus `index.json`: the releases
-each name was present in, and the flags renamed between two releases). Nothing is loaded at
-import time; each file is read once per process, when a rule first asks.
+`vllmlint catalogue add --builtin` (or its wrapper `scripts/extract_catalogue.py`: one
+`vllm-X.json` per release, plus `index.json`: the releases each name was present in, and the
+flags renamed between two releases). Nothing is loaded at import time; each file is read once
+per process, when a rule first asks.
+
+Releases a user added (`vllmlint catalogue add`: a nightly, a fork, a plugin install) live in
+a folder of their own (`added.py`); `use(cat)` makes one the target's catalogue for this
+process: `for_target` returns it for its release number and `history()` counts it as one more
+release, placed after the built-in ones with a release number not above its own.
 
     cat = for_target((0, 30, 0))      # the newest catalogued release <= 0.30.0
     cat.flag("--max_model_len")       # vLLM's spelling rules: `_` = `-`
@@ -46,7 +52,23 @@ def release_for(target: Version) -> str | None:
     return best
 
 
+_ADDED: "Catalogue | None" = None       # the added catalogue chosen as the target (use())
+
+
+def use(cat: "Catalogue | None") -> None:
+    """Make `cat` (an added release) the target's catalogue for this process; None: built-in only."""
+    global _ADDED
+    _ADDED = cat
+    _merged_history.cache_clear()
+
+
+def active() -> "Catalogue | None":
+    return _ADDED
+
+
 def for_target(target: Version) -> "Catalogue | None":
+    if _ADDED is not None and tuple(target) == _ADDED.vtuple:
+        return _ADDED
     v = release_for(target)
     return load(v) if v else None
 
@@ -79,6 +101,7 @@ class Catalogue:
     def __init__(self, data: dict):
         self.data = data
         self.version: str = data["version"]
+        self.name: str = data.get("added", {}).get("name") or self.version   # an added one's own name
         self.flags: dict = data["flags"]
         self.env: dict = data["env"]
         self.env_adhoc: dict = data.get("env_adhoc", {})
@@ -86,6 +109,7 @@ class Catalogue:
         self._options: dict[str, str] | None = None
         self._sorted: list[str] | None = None
         self._close_env: dict[str, list[str]] = {}      # did-you-mean answers, asked per launch and step
+        self._modules: set[str] | None = None
 
     def __repr__(self) -> str:
         return f"<Catalogue vLLM {self.version}>"
@@ -176,6 +200,41 @@ class Catalogue:
     def nixl_extra_keys(self) -> dict:
         return self.data.get("kv", {}).get("nixl_extra_keys", {})
 
+    @property
+    def nixl_extra_defaults(self) -> dict:
+        """key -> the source text of the default NixlConnector passes to get_from_extra_config."""
+        return self.data.get("kv", {}).get("nixl_extra_defaults", {})
+
+    @property
+    def other_extra_keys(self) -> dict:
+        """kv_connector_extra_config key -> the other registered connectors that read it."""
+        return self.data.get("kv", {}).get("other_extra_keys", {})
+
+    @property
+    def bidirectional_unsupported(self) -> list:
+        """The `raise NotImplementedError` sites tied to bidirectional_kv_xfer:
+        `{"at": "file:line", "when": "pcp" | "push", "test": ..., "text": ...}`."""
+        return self.data.get("kv", {}).get("bidirectional_unsupported", [])
+
+    @property
+    def has_modules(self) -> bool:
+        return bool(self.data.get("modules"))
+
+    def has_module(self, dotted: str) -> bool:
+        """Whether `vllm.a.b` is a module (a file or a package) of this release."""
+        if self._modules is None:
+            mods = set()
+            for pkg, leaves in self.data.get("modules", {}).items():
+                for leaf in leaves.split():
+                    mods.add(pkg if leaf == "__init__" else f"{pkg}.{leaf}")
+            self._modules = mods
+        return dotted in self._modules
+
+    def exports(self, dotted: str) -> set[str] | None:
+        """Top-level public names a `vllm.entrypoints` module defines (None: not recorded)."""
+        names = self.data.get("exports", {}).get(dotted)
+        return None if names is None else set(names.split())
+
 
 # ------------------------------------------------------------------------------------------
 # History across releases
@@ -189,10 +248,15 @@ class Removal:
 
 
 class History:
-    def __init__(self, data: dict):
+    def __init__(self, data: dict, vtuples: dict | None = None):
         self.data = data
         self.versions = data["versions"]
         self._pos = {v: i for i, v in enumerate(self.versions)}
+        self._vt = dict(vtuples or {})       # release name -> number, for added releases
+
+    def vt(self, name: str) -> tuple[int, int, int]:
+        """The release number of a release in this history (an added one: the number it has)."""
+        return self._vt.get(name) or vkey(name)
 
     def _removal(self, table: dict, name: str, target: Version) -> Removal | None:
         rec = table.get(name)
@@ -201,12 +265,12 @@ class History:
         runs = rec["runs"] if isinstance(rec, dict) else rec
         last = None
         for first, end in runs:
-            if vkey(first) <= tuple(target):
+            if self.vt(first) <= tuple(target):
                 last = end
         if last is None:
             return None
         i = self._pos[last]
-        if i + 1 >= len(self.versions) or vkey(self.versions[i + 1]) > tuple(target):
+        if i + 1 >= len(self.versions) or self.vt(self.versions[i + 1]) > tuple(target):
             return None         # still there at the target
         info = {k: v for k, v in rec.items() if k != "runs"} if isinstance(rec, dict) else {}
         return Removal(name, last, self.versions[i + 1], info)
@@ -218,7 +282,7 @@ class History:
             return None
         runs = rec["runs"] if isinstance(rec, dict) else rec
         for first, _ in runs:
-            if vkey(first) > tuple(target):
+            if self.vt(first) > tuple(target):
                 return first
         return None
 
@@ -243,11 +307,30 @@ class History:
     def nixl_key_removed(self, key: str, target: Version) -> Removal | None:
         return self._removal(self.data["nixl_extra_keys"], key, target)
 
+    def nixl_key_added_after(self, key: str, target: Version) -> str | None:
+        return self._added(self.data["nixl_extra_keys"], key, target)
+
+    def module_gone(self, dotted: str, target: Version) -> Removal | None:
+        """A `vllm.*` module an earlier catalogued release had and `target` does not."""
+        return self._removal(self.data.get("modules", {}), dotted, target)
+
+    def module_moved(self, dotted: str, target: Version) -> tuple[str, str, list] | None:
+        """(new module, release of the last move, [(module, release), ...] every move) following
+        moves up to `target`."""
+        seen, cur, when, hops = set(), dotted, None, []
+        moved = self.data.get("moved_modules", {})
+        while cur in moved and cur not in seen and vkey(moved[cur]["in"]) <= tuple(target):
+            seen.add(cur)
+            when = moved[cur]["in"]
+            cur = moved[cur]["to"]
+            hops.append((cur, when))
+        return (cur, when, hops) if cur != dotted else None
+
     def renamed_to(self, flag: str, target: Version) -> tuple[str, str] | None:
         """(new name, release) following renames up to `target`, if `flag` was renamed."""
         seen, cur, when = set(), flag, None
         renamed = self.data["renamed_flags"]
-        while cur in renamed and cur not in seen and vkey(renamed[cur]["in"]) <= tuple(target):
+        while cur in renamed and cur not in seen and self.vt(renamed[cur]["in"]) <= tuple(target):
             seen.add(cur)
             when = renamed[cur]["in"]
             cur = renamed[cur]["to"]
@@ -255,13 +338,66 @@ class History:
 
 
 @lru_cache(maxsize=1)
-def history() -> History:
+def _builtin_history() -> History:
     return History(index())
+
+
+def history() -> History:
+    """What every catalogued release had; with an added release in use(), that one too."""
+    return _builtin_history() if _ADDED is None else _merged_history()
+
+
+@lru_cache(maxsize=1)
+def _merged_history() -> History:
+    from .extract import index_of
+
+    cats = {v: load(v).data for v in versions()}
+    order = [v for v in versions() if vkey(v) <= _ADDED.vtuple] + [_ADDED.name] + \
+        [v for v in versions() if vkey(v) > _ADDED.vtuple]
+    cats[_ADDED.name] = _ADDED.data
+    return History(index_of(cats, order), {_ADDED.name: _ADDED.vtuple})
+
+
+# ------------------------------------------------------------------------------------------
+# Releases named on the command line or in the settings
+# ------------------------------------------------------------------------------------------
+def named(value: str, added_dir: Path | None = None) -> "Catalogue":
+    """The catalogue a name means: an added release's name (in `added_dir`), a built-in release
+    number, or `latest` (the newest built-in one). ValueError (listing them) otherwise."""
+    from . import added
+
+    text = value.strip()
+    if added_dir is not None:
+        cat = added.load_added(added_dir, text)
+        if cat is not None:
+            return cat
+    known = versions()
+    if text.lower() == "latest":
+        return load(known[-1])
+    try:
+        version = fmt(parse_version(text))
+    except ValueError:
+        version = None
+    if version in known:
+        return load(version)
+    extra = added.names(added_dir) if added_dir is not None else []
+    raise ValueError(
+        f"{value!r} is not a catalogued vLLM release: use one of {known[0]}-{known[-1]} "
+        f"({', '.join(known[-4:])}, ...), `latest`"
+        + (f", or a release added in {added_dir}: {', '.join(extra)}" if extra else "")
+        + "; to add one (a wheel, a nightly, a fork, a site-packages folder), run "
+        "`vllmlint catalogue add PATH --name NAME` (README: Version catalogue)")
+
+
+def resolve(value: str, added_dir: Path | None = None) -> tuple[tuple[int, int, int], "Catalogue | None"]:
+    """(release number, the added catalogue or None) for a --target-version/--to/--from value."""
+    cat = named(value, added_dir)
+    return cat.vtuple, (cat if "added" in cat.data else None)
 
 
 def version_text(target: Version) -> str:
     return fmt(tuple(target))
 
 
-__all__ = ["Catalogue", "History", "Match", "Removal", "for_target", "history", "index", "load",
-           "normalize", "release_for", "versions", "version_text"]
+__all__ = ["Catalogue", "History", "Match", "Removal", "active", "for_target", "history", "index", "load",
+           "named", "normalize", "release_for", "resolve", "use", "versions", "version_text"]

@@ -1,6 +1,8 @@
 """Extract one vLLM release's configuration surface from its wheel, without importing vLLM.
 
-    python scripts/extract_catalogue.py WHEEL_OR_DIR [WHEEL_OR_DIR ...] [-o vllmlint/knowledge/catalogue]
+    vllmlint catalogue add --builtin WHEEL_OR_DIR [...] [-o DIR]     # the built-in catalogue
+    python scripts/extract_catalogue.py WHEEL_OR_DIR [...] [-o DIR]   # the same (main() below)
+    vllmlint catalogue add WHEEL_OR_DIR --name NAME                   # a user's release (added.py)
 
 WHEEL_OR_DIR is a `vllm-X-*.whl` (read in place: only its `vllm/*.py` members are parsed) or
 a folder holding an unpacked wheel (`DIR/vllm/...`). The release number comes from
@@ -9,7 +11,11 @@ a folder holding an unpacked wheel (`DIR/vllm/...`). The release number comes fr
 each takes, choices, types, defaults, the config class field behind it, deprecation text), the
 `VLLM_*` environment variables `vllm/envs.py` reads (with defaults, and the flag that replaces
 a deprecated one), the JSON config flags and their fields, the subcommands, deprecated launch
-modules and the KV-connector facts (registered connectors, NixlConnector extra-config keys).
+modules, the KV-connector facts (registered connectors, NixlConnector extra-config keys and
+their defaults, the `raise NotImplementedError` sites of bidirectional transfer), every
+`vllm.*` module of the wheel's file list and the top-level names of the `vllm.entrypoints`
+modules. `index.json` adds the runs of each setting and module and the modules moved between
+two releases.
 
 Everything is read with `ast` and a small symbolic interpreter of the argparse-building code
 (`make_arg_parser` -> `FrontendArgs.add_cli_args` -> `EngineArgs.add_cli_args` ->
@@ -1580,11 +1586,19 @@ class Extractor:
                     names.extend(e.value for e in node.value.elts
                                  if isinstance(e, ast.Constant) and isinstance(e.value, str))
             out["connectors"] = sorted(set(names))
+            registered = self._registered_modules(mod)
+        else:
+            registered = {}
         keys: dict = {}
         defaults: dict = {}
         unsupported: list = []
+        others: dict = {}
         for rel in self.tree.names:
             if "kv_connector/v1/nixl" not in rel:
+                owner_names = self._connectors_of(rel, registered)
+                if owner_names:
+                    for key in self._extra_keys(rel):
+                        others.setdefault(key, set()).update(owner_names)
                 continue
             text = self.tree.read(rel) or ""
             if "extra_config" not in text:
@@ -1607,6 +1621,8 @@ class Extractor:
             out["nixl_extra_defaults"] = {k: defaults[k] for k in sorted(defaults) if k in keys}
         if unsupported:
             out["bidirectional_unsupported"] = sorted(unsupported, key=lambda r: r["at"])
+        if others:
+            out["other_extra_keys"] = {k: sorted(v) for k, v in sorted(others.items())}
         kvc = json_cfg.get("--kv-transfer-config")
         if kvc and "kv_role" in kvc["fields"]:
             mod = self.index.module(kvc["file"][:-3].replace("/", "."))
@@ -1616,6 +1632,52 @@ class Extractor:
                 if t.literals:
                     out["roles"] = sorted(set(t.literals))
         return out
+
+    @staticmethod
+    def _registered_modules(factory: Module) -> dict:
+        """`register_connector("Name", "module.path", "Class")` -> {module path: {names}}."""
+        out: dict = {}
+        for node in ast.walk(factory.node):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("register_connector") and \
+                    len(node.args) >= 2 and all(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                                                for a in node.args[:2]):
+                out.setdefault(node.args[1].value, set()).add(node.args[0].value)
+        return out
+
+    @staticmethod
+    def _connectors_of(rel: str, registered: dict) -> set:
+        """The registered connectors a file under kv_connector/v1/ belongs to: its own module,
+        or a module of the connector's own package (`mooncake/utils.py` -> MooncakeConnector)."""
+        if "kv_transfer/kv_connector/v1/" not in rel:
+            return set()
+        dotted = rel[:-3].replace("/", ".")
+        if dotted.endswith(".__init__"):
+            dotted = dotted[:-9]
+        names: set = set()
+        for path, owners in registered.items():
+            pkg = path.rsplit(".", 1)[0]
+            if dotted == path or (not pkg.endswith("kv_connector.v1") and dotted.startswith(pkg + ".")):
+                names |= owners
+        return names
+
+    def _extra_keys(self, rel: str) -> list[str]:
+        """The kv_connector_extra_config keys a file reads (`get_from_extra_config("k", ...)`,
+        `...extra_config.get("k", ...)`)."""
+        text = self.tree.read(rel) or ""
+        if "extra_config" not in text:
+            return []
+        mod = self.index.module_at(rel)
+        if mod is None:
+            return []
+        found = []
+        for node in ast.walk(mod.node):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and \
+                    isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                owner = ast.unparse(node.func.value)
+                if node.func.attr == "get_from_extra_config" or \
+                        (node.func.attr == "get" and owner.endswith("extra_config")):
+                    found.append(node.args[0].value)
+        return found
 
     def _bidirectional_raises(self, mod: Module) -> list[dict]:
         """`raise NotImplementedError` under an `if` whose test (or whose class) ties it to
@@ -1774,7 +1836,12 @@ def build_index(folder: Path) -> dict:
     for path in folder.glob("vllm-*.json"):
         cat = json.loads(path.read_text(encoding="utf-8"))
         cats[cat["version"]] = cat
-    versions = sorted(cats, key=_vkey)
+    return index_of(cats, sorted(cats, key=_vkey))
+
+
+def index_of(cats: dict, versions: list[str]) -> dict:
+    """`build_index` over catalogues given by name, in the order given (an added release sits
+    among the built-in ones under its own name)."""
     flags: dict = {}
     env: dict = {}
     fields: dict = {}
@@ -1876,7 +1943,30 @@ def extract(path: Path, version: str | None = None) -> dict:
     return Extractor(Tree(path), version).extract()
 
 
+def write_release(path: Path, out: Path, version: str | None = None) -> tuple[Path, dict]:
+    """Extract the release at `path` into `out/vllm-X.json` (the built-in catalogue's layout)."""
+    cat = extract(path, version)
+    out.mkdir(parents=True, exist_ok=True)
+    dest = out / f"vllm-{cat['version']}.json"
+    dest.write_text(dumps(cat), encoding="utf-8")
+    return dest, cat
+
+
+def write_index(out: Path) -> tuple[Path, dict]:
+    """Rewrite `out/index.json` from the `vllm-X.json` next to it."""
+    index = build_index(out)
+    (out / "index.json").write_text(dumps_index(index), encoding="utf-8")
+    return out / "index.json", index
+
+
+def summary(cat: dict) -> str:
+    return (f"{len(cat['flags'])} flags, {len(cat['env'])} env vars, {len(cat['json'])} JSON config flags"
+            + (f"; problems: {cat['problems']}" if cat.get("problems") else ""))
+
+
 def main(argv=None) -> int:
+    """The maintainers' entry (`scripts/extract_catalogue.py`); `vllmlint catalogue add --builtin`
+    runs the same write_release/write_index."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*", type=Path, help="vllm-X-*.whl or a folder with an unpacked wheel")
     ap.add_argument("-o", "--out", type=Path, default=Path(__file__).resolve().parent)
@@ -1885,20 +1975,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-index", action="store_true", help="do not rewrite OUT/index.json afterwards")
     args = ap.parse_args(argv)
     for path in args.paths:
-        cat = extract(path, args.version)
-        text = dumps(cat)
         if args.stdout:
-            sys.stdout.write(text)
+            sys.stdout.write(dumps(extract(path, args.version)))
             continue
-        args.out.mkdir(parents=True, exist_ok=True)
-        dest = args.out / f"vllm-{cat['version']}.json"
-        dest.write_text(text, encoding="utf-8")
-        print(f"{dest}: {len(cat['flags'])} flags, {len(cat['env'])} env vars, {len(cat['json'])} JSON config flags"
-              + (f"; problems: {cat['problems']}" if cat.get("problems") else ""), file=sys.stderr)
+        dest, cat = write_release(path, args.out, args.version)
+        print(f"{dest}: {summary(cat)}", file=sys.stderr)
     if not args.stdout and not args.no_index and any(args.out.glob("vllm-*.json")):
-        index = build_index(args.out)
-        (args.out / "index.json").write_text(dumps_index(index), encoding="utf-8")
-        print(f"{args.out / 'index.json'}: {len(index['versions'])} releases, {len(index['flags'])} flag spellings, "
+        dest, index = write_index(args.out)
+        print(f"{dest}: {len(index['versions'])} releases, {len(index['flags'])} flag spellings, "
               f"{len(index['env'])} env vars, {len(index['renamed_flags'])} renamed flags", file=sys.stderr)
     return 0
 

@@ -1,0 +1,193 @@
+import ast
+import json
+import re
+import shlex
+
+from vllmlint.model.launch import ENGINE, Fix
+from vllmlint.lint.registry import Rule
+
+PLAIN = re.compile(r"^[\w.:/+@%-]+$")
+_MISSING = object()
+
+
+class DefaultChanged(Rule):
+    """A flag the launch does not set whose default differs between the vLLM release it runs
+    today and the target release.
+
+    ## What it does
+    For every vLLM launch whose release today is known (its image tag or a `vllm==` pin, see
+    `vllmlint launches`) and older than the target, compares the default of every flag of the
+    target release with the default the same flag has in today's release, both read from the
+    catalogue generated from the wheels (the config class field behind the flag). A flag the
+    launch does not set whose default differs is reported (info), with the release that changed
+    it: `--allowed-origins` goes from `["*"]` to `[]` in 0.32.0, `--tool-strict-level` from
+    `"auto"` to `None` (decided at run time) in 0.33.0. Only literal defaults are compared, and
+    `None`, `""`, `[]` and `{}` count as the same "not set";
+    deprecated flags, JSON config flags, server-only flags of engine-API launches, and launches
+    whose options are partly built at run time (`$EXTRA_ARGS`, `--config FILE`) are left out.
+
+    `vllmlint migrate` lists these under "Changes behaviour silently"; `migrate --keep-defaults`
+    pins the old value on each launch (`--allowed-origins '["*"]'`), so the upgrade changes
+    nothing that was not asked for.
+
+    ## Why
+    A flag the config never sets changes behaviour on upgrade and nothing says so: with 0.32.0
+    `--allowed-origins` defaults to no origin, so CORS is closed and a browser front end stops
+    working, with no error on the server.
+
+    ## Example
+    ```yaml
+    image: vllm/vllm-openai:v0.31.0
+    command: ["--model", "Qwen/Qwen3-8B"]
+    ```
+    With `--target-version 0.32.0`: `--allowed-origins` is not set: its default changes from
+    `["*"]` (0.31.0, today) to `[]` (0.32.0).
+
+    ## Fix safety
+    `check --fix` changes nothing (the finding is information). `migrate --keep-defaults` adds
+    the flag with the old default, which is what the launch does today, so the fix never changes
+    what today's release does; values that cannot be written as one plain token (or need
+    shell quoting outside a shell script), defaults of `None` and engine-API launches are left
+    for a human.
+    """
+
+    code = "VL307"
+    name = "default-changed"
+    severity = "info"
+    min_version = "0.6.6"          # the oldest catalogued release
+    fix = "sometimes"
+
+    def check(self, project):
+        from vllmlint.knowledge.catalogue import for_target, load, release_for, versions, vkey
+        from vllmlint.knowledge.catalogue.argv import is_vllm, options
+        from vllmlint.knowledge.versions import fmt
+
+        new = for_target(self.target)
+        if new is None:
+            return
+        keep = bool(self.options.get("keep_defaults"))
+        t = self.target_str
+        for launch in project.launches:
+            if not is_vllm(launch) or launch.release is None or launch.release >= self.target:
+                continue
+            today = release_for(launch.release)
+            if today is None or today == new.version:
+                continue
+            old = load(today)
+            opts = options(launch, new)
+            if any(a.dynamic for a in launch.options) or any(
+                    o.match.base == "--config" for o in opts if o.match.kind in ("exact", "prefix")):
+                continue                # options built at run time or read from a file: unknown
+            given = {o.match.base for o in opts if o.match.kind in ("exact", "prefix")}
+            given |= {o.match.base for o in options(launch, old) if o.match.kind in ("exact", "prefix")}
+            between = [v for v in versions() if vkey(today) < vkey(v) <= vkey(new.version)]
+            for flag, entry in new.flags.items():
+                if flag in given or entry.get("dep") or new.json_flag(flag):
+                    continue
+                if launch.kind == ENGINE and str(entry.get("cfg", "")).startswith("FrontendArgs"):
+                    continue
+                before = old.flags.get(flag)
+                if before is None or before.get("dep"):
+                    continue
+                was, now = default_value(before.get("default")), default_value(entry.get("default"))
+                if was is _MISSING or now is _MISSING or was == now or (_empty(was) and _empty(now)):
+                    continue
+                changed_in = next((v for v in between
+                                   if default_value(load(v).flags.get(flag, {}).get("default")) != was), new.version)
+                where = f"{entry['cfg']}, {entry['at']}" if entry.get("cfg") else entry.get("at", "")
+                item = _pin(flag, was, before)
+                how = f"set `{item}` to keep it" if item else "set it to keep today's behaviour"
+                fix = None
+                token = _written(item, launch) if item and launch.kind != ENGINE and not launch.not_editable else None
+                if keep and token:
+                    edit = launch.append_edit(token)
+                    if edit is not None:
+                        fix = Fix([edit], f"pin {flag} to today's default")
+                if keep and fix is None:
+                    how += " (not pinned automatically: set it by hand)"
+                maybe = " - vLLM then picks the value at run time, which may still be the old one" \
+                    if now is None else ""
+                yield self.finding(launch.file, launch.span,
+                                   f"`{flag}` is not set: its default changes from {_show(was)} (vLLM "
+                                   f"{fmt(launch.release)}, which this launch runs today: {launch.release_from}) "
+                                   f"to {_show(now)} in vLLM {changed_in} ({where}{maybe}); {how}"
+                                   + ("" if changed_in == t else f" (target {t})"), fix)
+
+
+def default_value(text):
+    """The literal a default's source text stands for: `Field(default=1, ge=1)` -> 1,
+    `field(default_factory=list)` -> [], `field(default_factory=lambda: ["*"])` -> ["*"];
+    _MISSING when it is computed (a function, an env var, a constant)."""
+    if text is None or "…" in text:
+        return _MISSING
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _MISSING
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("Field", "field"):
+        for kw in node.keywords:
+            if kw.arg == "default":
+                node = kw.value
+                break
+            if kw.arg == "default_factory":
+                f = kw.value
+                if isinstance(f, ast.Name) and f.id in ("list", "dict"):
+                    return [] if f.id == "list" else {}
+                if isinstance(f, ast.Lambda):
+                    node = f.body
+                    break
+                return _MISSING
+        else:
+            return _MISSING
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _MISSING
+
+
+def _empty(value) -> bool:
+    """None, "", [] and {}: "not set" however a release spells it."""
+    return value is None or (not isinstance(value, bool) and value in ("", [], {}))
+
+
+def _show(value) -> str:
+    if value is None:
+        return "`None`"
+    try:
+        return f"`{json.dumps(value)}`"
+    except (TypeError, ValueError):
+        return f"`{value!r}`"
+
+
+def _pin(flag, value, entry):
+    """The argv item that sets `flag` to `value` for today's release (unquoted), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        if entry.get("n") == 0 or entry.get("neg"):
+            if value:
+                return flag
+            negs = entry.get("neg") or []
+            return negs[0] if negs else None
+        return f"{flag}={'true' if value else 'false'}"
+    return f"{flag}={value if isinstance(value, str) else json.dumps(value)}"
+
+
+def _written(item: str, launch) -> str | None:
+    """`item` as it must be written at the launch's append site, or None when that is not
+    certain (the site's quoting is known only for these shapes)."""
+    site = launch.append_site
+    if site is None:
+        return None
+    if PLAIN.match(item):
+        return item
+    template = site.template
+    if '"{}"' in template:                      # JSON, YAML flow/double-quoted, Python "..."
+        return json.dumps(item)[1:-1]
+    if "'{}'" in template:                      # YAML or Python single-quoted
+        return item if "'" not in item and "\\" not in item else None
+    if template == " {}" and launch.file.kind == "shell":
+        return shlex.quote(item)
+    if template.rstrip().endswith("- {}") and not re.search(r": | #|^[\[\]{}&*!|>'\"%@`#,?:]|^- ", item):
+        return item                             # a YAML block list item, plain
+    return None
