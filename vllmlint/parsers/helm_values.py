@@ -119,10 +119,9 @@ def read_stack_values(parser, doc, index: int) -> None:
         env = list(engine_env)
         if isinstance(_get(model, "env"), yaml.SequenceNode):
             env += parser.env_entries(model, f"env of modelSpec {name} (production-stack values)")
-        key = next(k for k, v in model.value if v is url)
         parser._anchor = (url.start_mark.index, url.start_mark.index)
         launch = Launch(kind=serve_kind([a.value for a in argv]), file=parser.source,
-                        span=(key.start_mark.index, key.start_mark.index), argv=argv, options_start=2,
+                        span=(url.start_mark.index, url.start_mark.index), argv=argv, options_start=2,
                         context=f"modelSpec {name} (production-stack values)",
                         group=f"{parser.source.display}#{index}:modelSpec:{name}", env=env, image=image,
                         program="vllm serve (production-stack chart)", append_site=site,
