@@ -214,6 +214,12 @@ def test_production_stack_values_outside_the_chart_migrate(tmp_path):
     out = _run(["check", "--format", "json", "chart", "--values", "deploy/values-prod.yaml"], cwd=tmp_path)
     assert out.returncode == 1, out.stderr
     assert _found(out.stdout) == [("values-prod.yaml", 12, 20, "VL302"), ("values-prod.yaml", 14, 9, "VL001")]
+    import json
+    sarif = json.loads(_run(["check", "--format", "sarif", "chart", "--values", "deploy/values-prod.yaml"],
+                            cwd=tmp_path).stdout)
+    where = {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+              r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in sarif["runs"][0]["results"]}
+    assert {("VL001", "deploy/values-prod.yaml", 14), ("VL302", "deploy/values-prod.yaml", 12)} <= where
     mig = _run(["migrate", "--to", "0.30.0", "chart", "--values", "deploy/values-prod.yaml"], cwd=tmp_path)
     assert mig.returncode in (0, 1), mig.stdout + mig.stderr     # 1: VL307's silent default changes listed
     assert "VL001" not in mig.stdout.split("Left for a human")[-1] and "VL302" not in mig.stdout.split("Left for a human")[-1]
