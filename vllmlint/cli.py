@@ -82,7 +82,8 @@ def _problems(problems, verbose: bool) -> list:
 
 
 VERBOSE = click.option("-v", "--verbose", is_flag=True,
-                       help="Also list the files skipped because they cannot be parsed and never mention vLLM.")
+                       help="Also list the files skipped because they cannot be parsed and never mention vLLM, "
+                            "and say how each file was read (a Helm chart: which engine rendered it, with which values).")
 
 
 def check_codes(codes: list[str], option: str) -> None:
@@ -131,12 +132,16 @@ def check_codes(codes: list[str], option: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary, no progress messages.")
 @click.option("--stdin-filename", metavar="NAME",
               help="With `-` as PATH: the name the file read from stdin has (it decides the file kind).")
+@click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`; "
+                   "setting: helm-values).")
 @click.option("--show-details", is_flag=True,
               help="Text output: print each finding's why and evidence under it (JSON and SARIF always carry it).")
 @VERBOSE
 def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, topology, model_config,
           prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero,
-          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, show_details, verbose):
+          exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, show_details, verbose,
+          values_files):
     """Check PATHS (default: the current folder; `-`: one file from stdin)."""
     from pathlib import Path
 
@@ -189,10 +194,12 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
         if len(paths) > 1:
             raise click.UsageError("`-` (stdin) is checked on its own: name no other PATH with it")
         candidates, missing, tmp, raw_stdin = _stdin_candidate(stdin_filename)
+        helm_values = {}
     else:
         if stdin_filename:
             raise click.UsageError("--stdin-filename goes with `-` as PATH")
-        candidates, missing = discover(list(paths) or ["."])
+        helm_values = settings.chart_values(values_files)
+        candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
         candidates = [c for c in candidates
                       if not (settings.exclude and (force_exclude or not c.explicit)
                               and settings.excluded(c.display, c.path))]
@@ -202,7 +209,8 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
                "prompt_tokens": settings.prompt_tokens}
     rules = list(selected_rules(target_version, settings.select, settings.ignore, options))
     try:
-        outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings)
+        outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings,
+                                helm_values=helm_values)
     finally:
         if stdin:
             import shutil
@@ -211,6 +219,8 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     problems = _problems(outcome.problems, verbose)
     errors = list(missing) + [str(p) for p in problems] + outcome.dropped
     note = (lambda s: None) if quiet else (lambda s: click.echo(s, err=True))
+    for line in file_notes(outcome.project, verbose):
+        note(line)
     report_err = False             # findings go to stderr: stdout holds the fixed file (stdin --fix)
     changed = outcome.changed()
     if diff:
@@ -270,6 +280,33 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
     sys.exit(1 if failing(findings, fail_level) else 0)
 
 
+def _values_paths(helm_values: dict, paths) -> list[str]:
+    """Values files to read with the run (so that fixes in them are written): `--values` files,
+    and the setting's files of charts inside PATHS."""
+    from pathlib import Path
+
+    import os
+
+    roots = [Path(p).absolute() for p in (list(paths) or ["."])]
+    out = []
+    for chart, files in helm_values.items():
+        if chart is None or any(chart == r or chart.is_relative_to(r) for r in roots):
+            out += [os.path.relpath(f) if f.is_relative_to(Path.cwd()) else str(f) for f in files if f.exists()]
+    return out
+
+
+def file_notes(project, verbose: bool) -> list[str]:
+    """How files were read, for the user: with --verbose every note; without it, only that a
+    Helm chart was not rendered (an info note: its templates were read masked)."""
+    out = []
+    for pf in project.files:
+        for n in pf.notes:
+            chart = pf.source.path.name == "Chart.yaml"
+            if verbose or (chart and (n.startswith("Helm chart not rendered") or " failed:" in n)):
+                out.append(f"{'info' if chart else 'note'}: {pf.source.display}: {n}")
+    return out
+
+
 def _stdin_candidate(name: str | None):
     """The file read from stdin as a candidate: written to a private temporary folder under
     its --stdin-filename (which decides its kind), reported under that name."""
@@ -306,14 +343,25 @@ def _write(outcome) -> list[str]:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`).")
 @VERBOSE
-def launches(paths, fmt, verbose):
+def launches(paths, fmt, values_files, verbose):
     """List every vLLM launch found, with its argv and environment."""
+    from pathlib import Path
+
+    from .lint.config import ConfigError, load_settings
     from .lint.project import load
     from .lint.report import launch_dict
 
-    candidates, missing = discover(list(paths) or ["."])
-    project = load(candidates)
+    try:
+        helm_values = load_settings(Path.cwd()).chart_values(values_files)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
+    project = load(candidates, helm_values=helm_values)
+    for line in file_notes(project, verbose):
+        click.echo(line, err=True)
     rows = [launch_dict(l) for l in project.launches]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
@@ -384,6 +432,8 @@ def server():
 @click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
               help="Write a Markdown summary for a pull request: per file what changed and why, what needs a human.")
+@click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`).")
 @click.option("--keep-defaults", is_flag=True,
               help="Pin today's value of every flag a launch does not set whose default the upgrade changes (VL307).")
 @click.option("--verify", "rehearse", is_flag=True,
@@ -392,7 +442,8 @@ def server():
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
               help="With --verify: as for `vllmlint verify`.")
 @VERBOSE
-def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, rehearse, timeout, verbose):
+def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, rehearse, timeout, verbose,
+            values_files):
     """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
@@ -410,10 +461,17 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     if from_version is not None:
         from_version, _ = _resolve_target(from_version, "'--from'", added_dir)
     _use(added)
-    candidates, missing = discover(list(paths) or ["."])
+    from pathlib import Path
+
+    from .lint.config import ConfigError, load_settings
+    try:
+        helm_values = load_settings(Path.cwd()).chart_values(values_files)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
     origin = "--from"
     if from_version is None:
-        found = detect_version(load(candidates))
+        found = detect_version(load(candidates, helm_values=helm_values))
         from_version, origin = (found.version, found.where) if found else (None, "")
     steps = steps_between(from_version, to_version)
     if rehearse:
@@ -438,8 +496,11 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
 
     silent = silent_changes(candidates, to_version)      # read before the tags are bumped
     with _progress(len(candidates) * max(len(steps), 1)):
-        chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults})
+        chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults},
+                          helm_values=helm_values)
     outcome = chain.outcome
+    for line in file_notes(outcome.project, False):      # a chart that was not rendered
+        click.echo(line, err=True)
     pinned = {(f.file.display, f.line_col[0], f.message.split("`")[1])
               for step in chain.steps for f in step.fixed if f.code == SILENT}
     silent = [f for f in silent if (f.file.display, f.line_col[0], f.message.split("`")[1]) not in pinned]

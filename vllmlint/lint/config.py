@@ -12,6 +12,7 @@ found from the current folder upwards; command-line options win.
     model-config = "models/qwen/config.json"
     prompt-tokens = 8192
     fail-level = "warning"     # the lowest severity that fails `check` (error | warning | info)
+    helm-values = {"charts/serving" = ["values-prod.yaml"]}   # values files rendered on top of a chart's values.yaml
     catalogue-dir = "ops/vllm-catalogue"   # releases added with `vllmlint catalogue add` (committed)
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 KEYS = {"target-version", "select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
-        "model-config", "prompt-tokens", "fail-level", "catalogue-dir"}
+        "model-config", "prompt-tokens", "fail-level", "helm-values", "catalogue-dir"}
 
 
 class ConfigError(Exception):
@@ -49,6 +50,19 @@ class Settings:
     prompt_tokens: int | None = None
     fail_level: str = "warning"
     catalogue_dir: str | None = None               # added releases (absolute; None: the cache folder)
+    helm_values: dict[str, list[str]] = field(default_factory=dict)   # chart folder -> values files
+
+    def chart_values(self, extra: tuple[str, ...] = ()) -> dict:
+        """For `load`: chart root (None: every chart) -> values files, absolute. A values file
+        of the setting is relative to its chart's folder when it is there, else to the settings'
+        folder; `--values` files (`extra`) are relative to the current folder."""
+        out: dict = {}
+        for chart, files in self.helm_values.items():
+            root = (self.root / chart).absolute()
+            out[root] = [(root / f if (root / f).exists() else self.root / f).absolute() for f in files]
+        if extra:
+            out[None] = [Path(f).absolute() for f in extra]
+        return out
 
     def excluded(self, display: str, path: Path) -> bool:
         rel = _relative(path, self.root)
@@ -67,7 +81,7 @@ class Settings:
                 "ignore": self.ignore, "exclude": self.exclude, "per-file-ignores": self.per_file_ignores,
                 "severity": self.severity, "topology": self.topology, "model-config": self.model_config,
                 "prompt-tokens": self.prompt_tokens, "fail-level": self.fail_level,
-                "catalogue-dir": self.catalogue_dir}
+                "helm-values": self.helm_values, "catalogue-dir": self.catalogue_dir}
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -142,6 +156,11 @@ def load_settings(start: Path, explicit: str | None = None) -> Settings:
         if data["fail-level"] not in ("error", "warning", "info"):
             raise ConfigError(f"{path}: fail-level must be error, warning or info")
         settings.fail_level = data["fail-level"]
+    hv = data.get("helm-values", {})
+    if not isinstance(hv, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                           for v in hv.values()):
+        raise ConfigError(f"{path}: `helm-values` must be a table of chart folder = [values files]")
+    settings.helm_values = {k: list(v) for k, v in hv.items()}
     if data.get("prompt-tokens") is not None:
         settings.prompt_tokens = int(data["prompt-tokens"])
     return settings

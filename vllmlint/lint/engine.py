@@ -66,6 +66,9 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
     findings, problems = run_rules(project, [r for r in rules if not getattr(r, "post", False)], unsafe)
     if gate:
         gate_fixes_by_release(findings)
+    if project.charts:          # a fix in a chart's values must render as exactly that change
+        from ..parsers.helm import verify_fixes
+        verify_fixes(project.charts, findings)
     dirs = [d for source in project.sources for d in suppress.directives(source)]
     ranges = [(pf.source, *r) for pf in project.files for r in pf.ignore_ranges]
     per_file = (lambda f: settings.ignored_codes(f.file.display, f.file.path)) if settings else (lambda f: [])
@@ -143,6 +146,10 @@ def _choose(findings: list[Finding], refused: set) -> list[Finding]:
                     continue
                 if start < edit.end and edit.start < end or (start == end == edit.start == edit.end):
                     ok = False
+                # an insertion at the edge of a removal: `[a]` -> `[]` and `[a, b]` -> `[, b]`
+                if (start == end and edit.start <= start <= edit.end and edit.start < edit.end) or \
+                        (edit.start == edit.end and start <= edit.start <= end and start < end):
+                    ok = False
         if ok:
             chosen.append(finding)
             for edit in fix.edits:
@@ -157,7 +164,7 @@ def _fix_key(finding: Finding) -> tuple:
 def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                   post_edits=None, unsafe: bool = False, settings=None, cache: ParseCache | None = None,
                   gate: bool = True, extra_images: tuple[str, ...] = (),
-                  buffers: dict[Path, str] | None = None) -> Outcome:
+                  buffers: dict[Path, str] | None = None, helm_values: dict | None = None) -> Outcome:
     """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate).
     `cache`: parsed files to reuse (a migrate chain shares one across its steps); each pass
     re-parses only the files the previous pass changed. `gate`: see gate_fixes_by_release
@@ -173,7 +180,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     refused: set = set()
     post_done = post_edits is None
     for _ in range(MAX_PASSES):
-        project = load(candidates, overrides, cache, extra_images)
+        project = load(candidates, overrides, cache, extra_images, helm_values)
         findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
         if not fix:
             return Outcome(findings, project.problems + problems, project, suppressed=suppressed)
@@ -208,7 +215,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                 refused.add(_fix_key(finding))
             else:
                 fixed.append(finding)
-    project = load(candidates, overrides, cache, extra_images)
+    project = load(candidates, overrides, cache, extra_images, helm_values)
     findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
     return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                    suppressed)

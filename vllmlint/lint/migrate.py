@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..model.launch import Edit, SourceFile
 from .project import Project
+from ..knowledge.images import parse_tag
 from ..knowledge.versions import fmt, parse_version
 
 IMAGE_TAG_RE = re.compile(
@@ -34,6 +35,53 @@ def _vllm_kustomize_entry(text: str, at: int) -> bool:
     nxt = ITEM_RE.search(text, at)
     return bool(VLLM_NAME_RE.search(text[start:nxt.start() if nxt else len(text)]))
 PIN_RE = re.compile(r"(?<![\w./-])(?P<name>vllm(?:\[[\w,\s-]+\])?)\s*==\s*(?P<ver>\d+\.\d+\.\d+(?:\.post\d+)?)")
+
+
+def values_tags(source: SourceFile) -> list[tuple[int, int, str, str]]:
+    """(start, end, tag, repository) of each chart-values `tag:` beside a vLLM `repository`
+    (the tag's text without its quotes)."""
+    if source.kind not in ("yaml", "k8s") or "{{" in source.text:
+        return []
+    from ..parsers.helm_values import vllm_values_tags
+
+    out = []
+    for node, repo in vllm_values_tags(source.text):
+        s, e = node.start_mark.index, node.end_mark.index
+        if node.style in ("'", '"'):
+            s, e = s + 1, e - 1
+        if source.text[s:e] == node.value:          # written plainly: replaced whole
+            out.append((s, e, node.value, repo))
+    return out
+
+
+def _app_version_bumps(project: Project, source: SourceFile, target) -> list:
+    """A chart's `appVersion` when it names the vLLM release the chart deploys: a template
+    falls back to it for a vLLM image's tag (`default .Chart.AppVersion`), or the chart's
+    values.yaml pins a vLLM `repository` to that same tag."""
+    if source.path.name != "Chart.yaml":
+        return []
+    m = re.search(r"(?m)^appVersion:[ \t]*[\"']?(?P<v>[\w.\-]+)", source.text)
+    parsed = parse_tag(m.group("v")) if m else None
+    if parsed is None or parsed.version is None or parsed.version >= target:
+        return []
+    root = source.path.parent
+    names = False
+    for other in project.sources:
+        p = other.path
+        if p == root / "values.yaml" and any(t == parsed.text for _, _, t, _ in values_tags(other)):
+            names = True
+        elif p.is_relative_to(root / "templates") and re.search(r"vllm", other.text) \
+                and re.search(r"default\s+\.Chart\.AppVersion|\.Chart\.AppVersion\s*\|", other.text):
+            names = True
+    if not names:
+        return []
+    line = source.line_col(m.start("v"))[0]
+    new = parsed.bumped(target)
+    if new is None:
+        return [Bump(source, line, f"appVersion {parsed.text}", fmt(target), "chart appVersion", None,
+                     "a variant tag: bump it by hand")]
+    return [Bump(source, line, f"appVersion {parsed.text}", new, "chart appVersion",
+                 Edit(source, m.start("v"), m.end("v"), new))]
 
 
 @dataclass
@@ -104,6 +152,20 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
                     new_tag = ("v" if tag.startswith("v") else "") + fmt(target)
                     bumps.append(Bump(source, source.line_col(m.start("tag"))[0], tag, new_tag, "image tag",
                                       Edit(source, m.start("tag"), m.end("tag"), new_tag)))
+        for at, end, tag, repo in values_tags(source):
+            parsed = parse_tag(tag)
+            if parsed is None or parsed.version is None or parsed.version >= target:
+                continue
+            line = source.line_col(at)[0]
+            new_tag = parsed.bumped(target)
+            if new_tag is None:
+                bumps.append(Bump(source, line, f"{repo} tag {tag}", f"{fmt(target)}-…", "image tag", None,
+                                  f"tag {tag} has a variant suffix: bump it by hand to a {fmt(target)} tag "
+                                  f"of the same variant that exists in the registry"))
+                continue
+            bumps.append(Bump(source, line, f"{repo} tag {tag}", new_tag, "image tag",
+                              Edit(source, at, end, new_tag)))
+        bumps.extend(_app_version_bumps(project, source, target))
         if source.kind in ("dockerfile", "requirements"):
             for m in PIN_RE.finditer(text):
                 ver = m.group("ver")
@@ -137,6 +199,10 @@ def detect_version(project: Project) -> Detected | None:
                     continue
                 found.append(Detected(parse_version(m.group("tag")),
                                       f"newTag {m.group('tag')} ({source.display}:{source.line_col(m.start('tag'))[0]})"))
+        for at, _, tag, repo in values_tags(source):
+            parsed = parse_tag(tag)
+            if parsed is not None and parsed.version is not None:
+                found.append(Detected(parsed.version, f"{repo} tag {tag} ({source.display}:{source.line_col(at)[0]})"))
         if source.kind in ("dockerfile", "requirements"):
             for m in PIN_RE.finditer(text):
                 found.append(Detected(parse_version(m.group("ver")),
@@ -213,7 +279,8 @@ def silent_changes(candidates, target: tuple[int, int, int]) -> list:
     return sorted(findings, key=lambda f: f.sort_key())
 
 
-def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, options: dict | None = None) -> Chain:
+def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, options: dict | None = None,
+              helm_values: dict | None = None) -> Chain:
     """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last.
     `options`: rule options (`keep_defaults`: VL307 pins today's defaults)."""
     from .engine import Outcome, check_and_fix
@@ -232,7 +299,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
         last = i + 1 == len(steps)
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
-                                    cache=cache, gate=False)
+                                    cache=cache, gate=False, helm_values=helm_values)
         changed = outcome.changed()
         for path, (orig, new) in changed.items():
             originals.setdefault(path, orig)

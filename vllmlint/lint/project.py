@@ -58,6 +58,7 @@ class Project:
     files: list[ParsedFile] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     others: list[SourceFile] = field(default_factory=list)     # read but not parsed (requirements)
+    charts: list = field(default_factory=list)     # parsers.helm.Rendering: each chart values set rendered
 
     @property
     def launches(self) -> list[Launch]:
@@ -206,7 +207,10 @@ def _parse_all(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
 
 
 def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
-         cache: ParseCache | None = None, extra_images: tuple[str, ...] = ()) -> Project:
+         cache: ParseCache | None = None, extra_images: tuple[str, ...] = (),
+         helm_values: dict | None = None) -> Project:
+    """`helm_values`: chart root (None: every chart) -> values files rendered on top of the
+    chart's values.yaml (`--values`, setting `helm-values`)."""
     project = Project()
     overrides = overrides or {}
     results: list = [None] * len(candidates)
@@ -245,7 +249,7 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
             project.problems.append(value)
     if any(c.path.name == "Chart.yaml" for c in candidates):      # Helm: imported only for charts
         from ..parsers.helm import expand_charts
-        expand_charts(project.files, project.problems)
+        project.charts = expand_charts(project.files, project.problems, helm_values)
     link(project)
     assign_releases(project, extra_images)
     return project

@@ -1,5 +1,6 @@
-"""Helm charts as Helm renders them (first step of issue 15): render a chart with the real Helm
-engine and learn, for every value in the values files, where it lands in the rendered output.
+"""Helm charts as Helm renders them (issue 15): render a chart with the real Helm engine, learn
+for every value in the values files where it lands in the rendered output, and check a fix in
+the values by rendering again (`verify_fixes`).
 
 Engine: the `helm-python-sdk` package (`pip install 'vllmlint[helm]'`, Helm's Go SDK as a shared
 library, offline) else a `helm` binary on PATH (`helm template`), else none (callers keep
@@ -43,12 +44,35 @@ def sibling_values(root: Path) -> list[Path]:
 
 
 def engine() -> str | None:
-    """Which Helm renders: "sdk", "binary" or None (masked reading stays the fallback)."""
+    """Which Helm renders: "sdk" (helm-python-sdk: a pinned Helm, in process, offline), else
+    "binary" (`helm template`, a `helm` on PATH), else None (masked reading stays the fallback).
+    `VLLMLINT_HELM=sdk|binary|none` forces one (tests, or a team that wants its own helm)."""
+    import os
+
+    forced = os.environ.get("VLLMLINT_HELM", "").strip().lower()
+    if forced == "none":
+        return None
+    if forced == "binary":
+        return "binary" if shutil.which("helm") else None
+    if _has_sdk():
+        return "sdk"
+    if forced == "sdk":
+        return None
+    return "binary" if shutil.which("helm") else None
+
+
+def _has_sdk() -> bool:
     try:
         import helm_python  # noqa: F401
-        return "sdk"
+        return True
     except Exception:
-        return "binary" if shutil.which("helm") else None
+        return False
+
+
+MODE_TEXT = {"binary": "rendered with the helm binary (`helm template`)",
+             "sdk": "rendered with Helm's engine (helm-python-sdk)",
+             None: "not rendered (no Helm engine: pip install 'vllmlint[helm]' or put `helm` on PATH): "
+                   "templates read with their actions masked"}
 
 
 def render(root: Path, values: dict | None, name: str = "release", namespace: str = "default") -> dict[str, str]:
@@ -172,41 +196,123 @@ def _nodes_with_parents(node, parents=()):
             yield from _nodes_with_parents(v, parents + ((node, None),))
 
 
-def expand_charts(files: list, problems: list) -> None:
+@dataclass
+class Rendering:
+    """One values set of one chart as Helm rendered it: what a fix in those values is checked
+    against (render again, require nothing else changed)."""
+
+    root: Path
+    paths: list[Path]                 # values files, Helm's order
+    texts: dict[Path, str]            # their text as rendered
+    real: dict[str, str]              # template name -> rendered manifest
+    disk_values: str | None = None    # the chart's values.yaml as Helm reads it from disk
+    readonly: set = field(default_factory=set)      # values files read here, not among the files checked
+    # flags a template writes itself, in a launch reported in a values file: (launch file,
+    # span in the template, template, flag); a finding at that span moves to the template
+    literals: list = field(default_factory=list)
+
+
+def _deletions(disk, mem):
+    """Keys of the chart's values.yaml on disk that the text being linted no longer has: set to
+    null, which makes Helm drop them (Helm reads the chart's own values.yaml from disk)."""
+    if not (isinstance(disk, dict) and isinstance(mem, dict)):
+        return mem
+    out = dict(mem)
+    for k, v in disk.items():
+        if k not in mem:
+            out[k] = None
+        else:
+            out[k] = _deletions(v, mem[k])
+    return out
+
+
+def render_values(root: Path, values: dict, disk_values: str | None = None) -> dict[str, str]:
+    """Render `values`; when the chart's values.yaml is linted with other text than on disk
+    (a fix pass), keys removed from it are deleted from Helm's defaults too."""
+    if disk_values is not None:
+        try:
+            disk = yaml.safe_load(disk_values) or {}
+        except yaml.YAMLError:
+            disk = {}
+        if isinstance(disk, dict):
+            values = _deletions(disk, values)
+    return render(root, values)
+
+
+def expand_charts(files: list, problems: list, helm_values: dict | None = None) -> list[Rendering]:
     """Replace the masked reading of each chart's templates and values with the launches of its
     rendering: argv tokens and env entries that come from a values file carry that file's spans
-    (findings and fixes land there); the rest points at the launch. `files`: the project's
-    ParsedFiles, edited in place. Any failure leaves the masked reading and says why."""
+    (findings and fixes land there); the rest points at the template. `files`: the project's
+    ParsedFiles, edited in place. `helm_values`: chart root (or None: every chart) -> values
+    files given with `--values` or the `helm-values` setting (one rendering on top of the chart's
+    values.yaml); without them each `values-*.yaml` beside values.yaml is a rendering of its own.
+    Any failure leaves the masked reading and says why (a note on Chart.yaml)."""
     from ..model.launch import Arg, EnvEntry, ParsedFile, SourceFile
-    from .yaml_edit import remove_item
+    from .yaml_edit import append_site, remove_item
     from .yamlfile import YamlParser
 
+    helm_values = helm_values or {}
+    renderings: list[Rendering] = []
     by_path = {pf.source.path: i for i, pf in enumerate(files)}
     roots = sorted({pf.source.path.parent for pf in files if pf.source.path.name == "Chart.yaml"})
     roots = [r for r in roots if not any(o != r and r.is_relative_to(o / "charts") for o in roots)]
+    kind = engine()
+    readonly: set[Path] = set()
     for root in roots:
-        chart_pf = files[by_path[root / "Chart.yaml"]]
-        if engine() is None:
-            chart_pf.notes.append("Helm chart read with its templates masked (no Helm engine: "
-                                  "pip install 'vllmlint[helm]')")
+        from dataclasses import replace
+        # a copy: the parse cache keeps the parser's own ParsedFile, notes are per run
+        chart_pf = files[by_path[root / "Chart.yaml"]] = replace(files[by_path[root / "Chart.yaml"]],
+                                                                 notes=list(files[by_path[root / "Chart.yaml"]].notes))
+        _missing_dependencies(root, chart_pf)
+        if kind is None:
+            chart_pf.notes.append("Helm chart " + MODE_TEXT[None])
+            _prefer_values_shapes(files, root)
             continue
         vpath = root / "values.yaml"
-        if vpath not in by_path:
+        explicit = [Path(p) for p in helm_values.get(root, []) + helm_values.get(None, [])]
+        if vpath not in by_path and not explicit:
+            chart_pf.notes.append("Helm chart not rendered: no values.yaml")
             continue
-        vsrc = files[by_path[vpath]].source
-        sets = [[vpath]] + [[vpath, p] for p in sibling_values(root) if p in by_path]
+        for p in explicit:
+            if p not in by_path:            # given on the command line but not discovered: read it
+                try:
+                    files.append(ParsedFile(SourceFile(p, str(p), p.read_text(encoding="utf-8"), "yaml")))
+                except OSError as err:
+                    problems_note = f"values file {p} not read: {err.strerror or err}"
+                    chart_pf.notes.append(problems_note)
+                    continue
+                by_path[p] = len(files) - 1
+                readonly.add(p)
+        base = [vpath] if vpath in by_path else []
+        explicit = [p for p in explicit if p in by_path]
+        sets = [base + explicit] if explicit else [base] + [base + [p] for p in sibling_values(root) if p in by_path]
+        vsrc = files[by_path[base[0] if base else explicit[0]]].source
+        disk = None                   # Helm reads the chart's values.yaml from disk
+        if vpath in by_path:
+            try:
+                disk = vpath.read_text(encoding="utf-8")
+            except OSError:
+                disk = None
         out_launches: dict = {}
+        used: set[Path] = set()
+        done: list[list[Path]] = []          # the values sets that rendered
         rendered_ok = False
         for paths in sets:
             srcs = {p: files[by_path[p]].source for p in paths}
             try:
                 vs = load_values([(p, srcs[p].text) for p in paths])
-                real, marked = render(root, vs.real), render(root, vs.marked)
+                real = render_values(root, vs.real, disk)
+                marked = render_values(root, vs.marked, disk)
             except Exception as err:
+                why = " ".join(str(err).split()) or type(err).__name__
                 chart_pf.notes.append(f"Helm rendering with {', '.join(p.name for p in paths)} failed: "
-                                      f"{str(err).splitlines()[0] if str(err) else type(err).__name__}")
+                                      f"{why[:240]}{'…' if len(why) > 240 else ''}")
                 continue
             rendered_ok = True
+            done.append(paths)
+            used.update(paths)
+            rendering = Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk,
+                                  readonly={p for p in paths if p in readonly})
             for name, text in real.items():
                 tpl = root / name.split("/", 1)[1] if "/" in name else None
                 if tpl is None or "vllm" not in text:
@@ -221,21 +327,102 @@ def expand_charts(files: list, problems: list) -> None:
                     continue
                 tsrc = files[by_path[tpl]].source if tpl in by_path else None
                 for launch, mlaunch in zip(rp.launches, mp.launches):
-                    _remap(launch, mlaunch, vs, srcs, vsrc, tsrc, Arg, EnvEntry, remove_item)
+                    literals: list = []
+                    _remap(launch, mlaunch, vs, srcs, vsrc, tsrc, Arg, EnvEntry, remove_item, append_site, literals)
+                    rendering.literals.extend((launch.file, *lit) for lit in literals)
+                    if not renderings or renderings[-1] is not rendering:
+                        renderings.append(rendering)      # fixes in its values are checked against it
                     out_launches.setdefault(launch.file.path, []).append(launch)
-        if not rendered_ok or not out_launches:
-            if rendered_ok:        # e.g. a model catalogue whose entries are all disabled by default
-                chart_pf.notes.append("Helm rendering starts no vLLM launch: values read as they are")
+        if not rendered_ok:
+            _prefer_values_shapes(files, root)
             continue
-        # the chart's own files: rendered launches replace what the masked reading found
+        if not out_launches:        # e.g. a model catalogue whose entries are all disabled by default
+            chart_pf.notes.append(f"Helm chart {MODE_TEXT[kind]}: the rendering starts no vLLM launch "
+                                  f"(its templates' masked reading is dropped, values files are read as they are)")
+            for i, pf in enumerate(files):
+                if pf.source.path.is_relative_to(root / "templates") and (pf.launches or pf.env):
+                    files[i] = ParsedFile(pf.source, notes=list(pf.notes))
+            continue
+        # the chart's own files and the values files rendered: rendered launches replace what
+        # the masked (or values-shape) reading found
         for i, pf in enumerate(files):
-            if pf.source.path.is_relative_to(root) and pf.source.kind in ("yaml", "k8s", "compose"):
-                new = ParsedFile(pf.source, notes=list(pf.notes))
-                new.launches = out_launches.get(pf.source.path, [])
+            path = pf.source.path
+            if (path.is_relative_to(root) or path in used) and pf.source.kind in ("yaml", "k8s", "compose"):
+                new = ParsedFile(pf.source, notes=[n for n in pf.notes if "Go template action" not in n])
+                new.launches = out_launches.get(path, [])
                 new.env = [e for l in new.launches for e in l.env]
                 files[i] = new
-        chart_pf = files[by_path[root / "Chart.yaml"]]
-        chart_pf.notes.append("Helm chart rendered with Helm's engine")
+        files[by_path[root / "Chart.yaml"]].notes.append(
+            f"Helm chart {MODE_TEXT[kind]} with {len(done)} values set(s): "
+            + "; ".join(" + ".join(p.name for p in ps) for ps in done))
+    return renderings
+
+
+def _missing_dependencies(root: Path, chart_pf) -> None:
+    """Dependencies Chart.yaml names that the chart does not vendor under charts/: reported,
+    never fetched (Helm renders without them when their `condition` is off)."""
+    try:
+        meta = yaml.safe_load(chart_pf.source.text) or {}
+    except yaml.YAMLError:
+        return
+    deps = meta.get("dependencies") if isinstance(meta, dict) else None
+    if not isinstance(deps, list):
+        return
+    charts = root / "charts"
+    have = {p.name for p in charts.iterdir()} if charts.is_dir() else set()
+    missing = [d.get("name") for d in deps if isinstance(d, dict) and d.get("name")
+               and not any(h == d["name"] or h.startswith(d["name"] + "-") for h in have)]
+    if missing:
+        chart_pf.notes.append(f"dependencies not vendored under charts/ (not fetched): {', '.join(missing)}")
+
+
+def _prefer_values_shapes(files: list, root: Path) -> None:
+    """Without a rendering: when the chart's values are read by their shape (production-stack's
+    modelSpec, a vLLM image beside an args list), those launches stand for the chart, and the
+    masked templates' launches (`{{ ... }}` as the model) are dropped."""
+    from ..model.launch import ParsedFile
+
+    vals = [pf for pf in files if pf.source.path.parent == root and pf.launches
+            and re.fullmatch(r"values(?:[-.].+)?\.ya?ml", pf.source.path.name)]
+    if not vals:
+        return
+    from dataclasses import replace
+
+    shaped = [l for pf in vals for l in pf.launches]
+    for i, pf in enumerate(files):
+        if pf.source.path.is_relative_to(root / "templates") and pf.launches:
+            # the settings a template writes itself reach every launch of the values (reported
+            # at the template line, never edited: masked, the template is not read exactly)
+            env = [replace(e, removal=None, launches=[]) for l in pf.launches for e in l.env
+                   if e.file is pf.source and e.value is not None and "{{" not in pf.source.text[e.span[0]:e.span[1]]]
+            env = list({(e.name, e.span): e for e in env}.values())
+            for launch in shaped:
+                launch.env = list(launch.env) + env
+            files[i] = ParsedFile(pf.source, env=env,
+                                  notes=list(pf.notes) + ["launches read from the chart's values instead"])
+
+
+def _args_seq(mapping) -> yaml.SequenceNode | None:
+    """An `...args` list in `mapping` or in a mapping directly below it."""
+    if not isinstance(mapping, yaml.MappingNode):
+        return None
+    for k, v in mapping.value:
+        if isinstance(k, yaml.ScalarNode) and re.search(r"(?i)args$", k.value) and isinstance(v, yaml.SequenceNode):
+            return v
+    for _, v in mapping.value:
+        if isinstance(v, yaml.MappingNode):
+            for k, w in v.value:
+                if isinstance(k, yaml.ScalarNode) and re.search(r"(?i)args$", k.value) \
+                        and isinstance(w, yaml.SequenceNode):
+                    return w
+    return None
+
+
+def _item_span(src, value: str):
+    """Where a template writes `value` as a list item or a flow-list element (first one)."""
+    m = re.search(r"(?m)(?:^[ \t]*-[ \t]+|[\[,][ \t]*)([\"']?)" + re.escape(value) + r"\1(?=[ \t]*(?:$|[,\]#]))",
+                  src.text)
+    return (m.start(1), m.end()) if m else None
 
 
 def _literal_span(src, value: str):
@@ -246,7 +433,10 @@ def _literal_span(src, value: str):
     return (i, i + len(value)) if i >= 0 else None
 
 
-def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item) -> None:
+def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item, append_site,
+           literals: list) -> None:
+    from .yaml_edit import new_key_site
+
     from .yaml_source import scalar_offsets
 
     def origin_of(mval: str):
@@ -269,6 +459,10 @@ def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_i
             node, text = o.node, home.text
             argv.append(Arg(a.value, home, (node.start_mark.index, node.end_mark.index),
                             locate=lambda node=node, text=text: scalar_offsets(text, node)))
+        elif tsrc is not None and same and not a.dynamic and a.value.startswith("-") \
+                and not MARKER_RE.search(mlaunch.argv[i].value) and (span := _item_span(tsrc, a.value)):
+            argv.append(Arg(a.value, tsrc, span))      # a flag the template writes: reported there
+            literals.append((span, tsrc, a.value))
         else:
             argv.append(Arg(a.value, None, None, dynamic=a.dynamic))
     launch.argv = argv
@@ -282,6 +476,39 @@ def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_i
     launch.file = home
     launch.append_site = None
     launch.not_editable = "the chart's templates build its argv: add the flag to its values by hand"
+    # the chart's own extra-args list (`extraArgs`, production-stack `vllmConfig.extraArgs`):
+    # a new flag goes after its last item (checked by rendering again, helm.verify_fixes)
+    for a, m in zip(reversed(launch.argv), reversed(mlaunch.argv)):
+        o = origin_of(m.value) if same else None
+        if o is None or a.file is None or len(o.parents) < 2:
+            continue
+        seq, key = o.parents[-1][0], o.parents[-2][1]
+        if isinstance(seq, yaml.SequenceNode) and isinstance(key, yaml.ScalarNode) \
+                and re.search(r"(?i)args$", key.value):
+            site = append_site(home, home.text, seq)
+            if site is not None:
+                launch.append_site, launch.not_editable = site, None
+            break
+    else:
+        # no flag of the list is rendered (an empty `extraArgs: []`): the args list beside the
+        # values the launch is built from (production-stack's modelSpec[i].vllmConfig.extraArgs)
+        if first is not None and srcs.get(first.file) is home:
+            for owner, _ in reversed(first.parents[-2:]):
+                seq = _args_seq(owner)
+                if seq is not None:
+                    site = append_site(home, home.text, seq)
+                    if site is not None:
+                        launch.append_site, launch.not_editable = site, None
+                    break
+            else:
+                # production-stack: `vllmConfig:` without `extraArgs` gets the list (checked by
+                # rendering again: the chart must render the new list as argv items)
+                owner = first.parents[-1][0] if first.parents else None
+                cfg = next((v for k, v in getattr(owner, "value", [])
+                            if isinstance(k, yaml.ScalarNode) and k.value == "vllmConfig"), None)
+                site = new_key_site(home, home.text, cfg, "extraArgs") if cfg is not None else None
+                if site is not None:
+                    launch.append_site, launch.not_editable = site, None
     env = []
     real_env = list(launch.env)
     for me in mlaunch.env:
@@ -311,3 +538,176 @@ def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_i
         entry = EnvEntry(e.name, e.value, src, span, f"{e.origin} (values {o.path.rsplit('.', 1)[0]})", removal)
         env.append(entry)
     launch.env = env
+
+
+# --------------------------------------------------------------------------------------------
+# A fix in a chart's values is checked by rendering the chart again
+# --------------------------------------------------------------------------------------------
+LIST_KEYS = {"env", "args", "command", "envFrom", "extraArgs"}
+
+
+def verify_fixes(renderings: list[Rendering], findings: list) -> None:
+    """Keep a fix that edits a chart's values only if, rendered again with the fix, the chart's
+    output changes exactly where the fix means it to: every line that goes holds a value the fix
+    removes, every line that comes holds a value it adds, nothing else moves. A fix in a chart's
+    templates is never made (the value is built by template logic). Otherwise the finding keeps
+    no fix and says to edit by hand."""
+    by_values: dict[Path, list[Rendering]] = {}
+    for r in renderings:
+        for p in r.paths:
+            by_values.setdefault(p, []).append(r)
+    roots = {r.root for r in renderings}
+    moves = {(id(lf), span): (tsrc, value) for r in renderings for lf, span, tsrc, value in r.literals}
+    for f in findings:
+        move = moves.get((id(f.file), tuple(f.span)))
+        if move and f.file.text[f.span[0]:f.span[1]].strip("\"'") != move[1]:
+            f.file = move[0]          # the rule reported it on the launch's file: the template writes it
+        fix = getattr(f, "fix", None)
+        if fix is None:
+            continue
+        touched = {e.file.path for e in fix.edits}
+        reason = None
+        if any(p.is_relative_to(root / "templates") for p in touched for root in roots):
+            reason = "the chart's templates build it: edit the template by hand"
+        elif any(p in r.readonly for p in touched for r in renderings):
+            reason = "its values file is not among the files checked"
+        else:
+            seen: list[Rendering] = []
+            for p in touched:
+                for r in by_values.get(p, []):
+                    if r not in seen:
+                        seen.append(r)
+            for r in seen:
+                reason = check_rendering(r, fix.edits)
+                if reason:
+                    break
+        if reason:
+            f.fix, f.fixable = None, False
+            f.message += f" (no automatic fix: {reason})"
+
+
+def _apply(text: str, edits: list) -> str:
+    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        text = text[:e.start] + e.text + text[e.end:]
+    return text
+
+
+def _scalars(text: str) -> list[str] | None:
+    from .yaml_source import compose_all
+
+    try:
+        docs = compose_all(text)
+    except Exception:
+        return None
+    out = []
+    for doc in docs:
+        for node, _ in (_nodes_with_parents(doc) if doc is not None else ()):
+            if isinstance(node, yaml.ScalarNode):
+                out.append(node.value)
+            elif isinstance(node, yaml.MappingNode):
+                out.extend(k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode))
+    return out
+
+
+def check_rendering(r: Rendering, edits: list) -> str | None:
+    """Why the fix `edits` is not the change it means to be in rendering `r`, or None."""
+    from collections import Counter
+    from difflib import SequenceMatcher
+
+    texts = dict(r.texts)
+    removed: set[str] = set()
+    added: set[str] = set()
+    for p in r.paths:
+        mine = [e for e in edits if e.file.path == p]
+        if not mine:
+            continue
+        new = _apply(texts[p], mine)
+        before, after = _scalars(texts[p]), _scalars(new)
+        if after is None or before is None:
+            return "the values file would not parse"
+        removed |= set(Counter(before) - Counter(after))
+        added |= set(Counter(after) - Counter(before))
+        texts[p] = new
+    try:
+        vs = load_values([(p, texts[p]) for p in r.paths])
+        out = render_values(r.root, vs.real, r.disk_values)
+    except Exception as err:
+        return f"the chart no longer renders with it ({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+    changed = False
+    for name in sorted(set(r.real) | set(out)):
+        a, b = r.real.get(name, "").splitlines(), out.get(name, "").splitlines()
+        if a == b:
+            continue
+        changed = True
+        launch_docs = _launch_docs(r.root, name, a)
+        for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            if _doc_index(a, i1) not in launch_docs:
+                return f"rendered again, it also changes {name.split('/', 1)[-1]} outside the vLLM launch"
+            if not all(_line_ok(line, removed) for line in a[i1:i2]) or \
+                    not all(_line_ok(line, added) for line in b[j1:j2]):
+                return f"rendered again, it changes more than this in {name.split('/', 1)[-1]}"
+    if not changed:
+        return "rendered again, the chart's output does not change"
+    return None
+
+
+def _doc_index(lines: list[str], i: int) -> int:
+    return sum(1 for line in lines[:i] if line.startswith("---"))
+
+
+def _launch_docs(root: Path, name: str, lines: list[str]) -> set[int]:
+    """Indexes of the rendered documents of template `name` that hold a vLLM launch."""
+    from ..model.launch import SourceFile
+    from .yamlfile import YamlParser
+
+    docs, cur = [], []
+    for line in lines:
+        if line.startswith("---"):
+            docs.append(cur)
+            cur = []
+        else:
+            cur.append(line)
+    docs.append(cur)
+    out = set()
+    for i, doc in enumerate(docs):
+        text = "\n".join(doc) + "\n"
+        if "vllm" not in text:
+            continue
+        try:
+            if YamlParser(SourceFile(root / name, name, text, "k8s")).parse().launches:
+                out.add(i)
+        except Exception:
+            continue
+    return out
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        import json
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text[1:-1]
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    return text
+
+
+def _line_ok(line: str, allowed: set[str]) -> bool:
+    t = line.strip()
+    while t.startswith("- ") or t == "-":
+        t = t[2:].strip()
+    if not t:
+        return True
+    if _unquote(t) in allowed:
+        return True
+    m = re.fullmatch(r"([\w.\-/]+):(?:\s+(.*))?", t)
+    if m:
+        key, value = m.group(1), m.group(2)
+        if value is None or value.strip() in ("", "[]", "{}"):
+            return key in LIST_KEYS or key in allowed
+        return _unquote(value) in allowed
+    return False

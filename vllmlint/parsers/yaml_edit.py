@@ -5,6 +5,8 @@ comments, quoting, indentation, CRLF - is never re-serialised.
 """
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from ..model.launch import AppendSite, Edit, SourceFile
@@ -97,6 +99,9 @@ def remove_item(file: SourceFile, text: str, collection: yaml.Node, index: int,
 def append_site(file: SourceFile, text: str, seq: yaml.SequenceNode) -> AppendSite | None:
     """Where a new last item of `seq` goes, written in the style of its current last item."""
     if not seq.value:
+        inner = text[seq.start_mark.index:seq.end_mark.index]
+        if seq.flow_style and re.fullmatch(r"\[[ \t]*\]", inner):     # `[]`: the first item goes inside
+            return AppendSite(file, seq.start_mark.index + 1, '"{}"')
         return None
     last = seq.value[-1]
     if not isinstance(last, yaml.ScalarNode) or last.style in ("|", ">"):
@@ -117,3 +122,24 @@ def append_site(file: SourceFile, text: str, seq: yaml.SequenceNode) -> AppendSi
         newline = "\r\n" if text[nl - 1:nl] == "\r" else "\n"
         offset = nl - 1 if newline == "\r\n" else nl
     return AppendSite(file, offset, newline + text[line_start:dash] + "- " + quote + "{}" + quote)
+
+
+def new_key_site(file: SourceFile, text: str, mapping: yaml.MappingNode, key: str) -> AppendSite | None:
+    """Where a new `key: ["{}"]` line goes at the end of a block mapping (`vllmConfig:` without
+    its `extraArgs`), indented as the mapping's keys; None for a flow or empty mapping."""
+    if not isinstance(mapping, yaml.MappingNode) or mapping.flow_style or not mapping.value:
+        return None
+    first = mapping.value[0][0]
+    line_start = _line_start(text, first.start_mark.index)
+    indent = text[line_start:first.start_mark.index]
+    if indent.strip(" "):
+        return None                  # `- key: ...`: the first key shares its line with a dash
+    end = content_end(mapping.value[-1][1])
+    nl = text.find("\n", end)
+    if nl < 0:
+        newline = "\r\n" if "\r\n" in text else "\n"
+        offset = len(text)
+    else:
+        newline = "\r\n" if text[nl - 1:nl] == "\r" else "\n"
+        offset = nl - 1 if newline == "\r\n" else nl
+    return AppendSite(file, offset, newline + indent + key + ': ["{}"]')

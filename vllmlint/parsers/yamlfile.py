@@ -428,6 +428,10 @@ class YamlParser:
         labelled = "labels" in self.masked[doc.start_mark.index:doc.end_mark.index]
         self._where = {"hostnames": [meta_name] if meta_name else [], "labels": _all_labels(doc) if labelled else {}}
         owner = f"{kind}/{meta_name}" if kind else (meta_name or f"document {index + 1}")
+        if not kind:
+            from .helm_values import is_stack_values, read_stack_values
+            if is_stack_values(doc):        # production-stack chart values, read without the chart
+                read_stack_values(self, doc, index)
         seen: set[int] = set()
         stack: list[tuple[yaml.Node, str | None]] = [(doc, None)]
         while stack:
@@ -437,12 +441,12 @@ class YamlParser:
             seen.add(id(node))
             if isinstance(node, yaml.MappingNode):
                 if self._is_container(node, parent_key):
-                    self._container(node, owner, index)
+                    self._container(node, owner, index, parent_key)
                 stack.extend((v, scalar(k)) for k, v in reversed(node.value) if scalar(k) not in NO_CONTAINERS_BELOW)
                 for k, v in node.value:
                     if isinstance(v, yaml.SequenceNode) and ARGS_KEY_RE.search(scalar(k) or "") \
                             and id(v) not in self.consumed:
-                        self._args_list(scalar(k), v, owner, index)
+                        self._args_list(scalar(k), v, owner, index, node)
             elif isinstance(node, yaml.SequenceNode):
                 stack.extend((v, parent_key) for v in reversed(node.value))
         self._loose_scripts(doc, owner)
@@ -509,12 +513,17 @@ class YamlParser:
                 ports[int(port)] = int(target) if target and target.isdigit() else (target or int(port))
         self.pf.services.append(ServiceRef(name, selector, ports))
 
-    def _container(self, node: yaml.MappingNode, owner: str, index: int) -> None:
+    def _container(self, node: yaml.MappingNode, owner: str, index: int, parent_key: str | None = None) -> None:
         name = self.plain(get(node, "name")) or "?"
         gpu = scalar(get(get(get(node, "resources"), "limits"), "nvidia.com/gpu")) or \
             scalar(get(get(get(node, "resources"), "requests"), "nvidia.com/gpu"))
         self._where["gpu_count"] = int(gpu) if gpu and gpu.isdigit() else None
         image = self.plain(get(node, "image"))
+        if image is None and isinstance(get(node, "image"), yaml.MappingNode) and not self.templated:
+            from .helm_values import values_image     # chart values: `image: {repository, tag}`
+            image = values_image(node)
+            if name == "?" and parent_key:
+                name = f"`{parent_key}` (chart values)"
         self._anchor = (node.start_mark.index, node.start_mark.index)
         context, group = f"container {name} ({owner})", f"{self.source.display}#{index}:{owner}:{name}"
         env = self.env_entries(node, f"env of container {name}")
@@ -528,12 +537,21 @@ class YamlParser:
         if len(self.pf.launches) == before:
             self._args_in_env(node, image, env, context, group, env_from)
 
-    def _args_list(self, key: str, seq: yaml.SequenceNode, owner: str, index: int) -> None:
+    def _args_list(self, key: str, seq: yaml.SequenceNode, owner: str, index: int,
+                   parent: yaml.Node | None = None) -> None:
         """Chart values and recipes keep vLLM's flags in a list (`extraArgs`, `vllm_args`,
-        `server_cmd_template`) that a template later puts after `vllm serve`."""
+        `server_cmd_template`) that a template later puts after `vllm serve`. Beside a vLLM
+        image (`image: {repository: vllm/vllm-openai, tag: v0.29.0}`) any args list is one,
+        with the image's release and the `env` list next to it."""
+        from .helm_values import image_beside
+
         argv = [self.arg(n) for n in seq.value if isinstance(n, yaml.ScalarNode)]
-        if not argv or not _looks_like_vllm_args([a.value for a in argv]):
+        image = image_beside(parent) if parent is not None and not self.templated else None
+        if not argv or not (image or _looks_like_vllm_args([a.value for a in argv])):
             return
+        env = []
+        if image and isinstance(get(parent, "env"), yaml.SequenceNode) and not self._is_container(parent):
+            env = self.env_entries(parent, f"env beside `{key}` (chart values)")
         self.consumed.update(id(n) for n in [seq, *seq.value])
         line = seq.start_mark.line + 1
         self._anchor = (seq.start_mark.index, seq.start_mark.index)
@@ -541,7 +559,7 @@ class YamlParser:
         launch = Launch(kind=serve_kind([a.value for a in argv]), file=self.source, span=argv[0].span or self._anchor,
                         argv=[Arg("vllm"), Arg("serve")] + argv, options_start=2,
                         context=f"`{key}` at line {line} ({owner})", group=f"{self.source.display}#{index}:{key}:{line}",
-                        program=f"vllm serve (flags from `{key}`)", append_site=site,
+                        program=f"vllm serve (flags from `{key}`)", append_site=site, env=env, image=image,
                         not_editable=None if site else "its list ends in a form vllmlint does not edit")
         self._add([launch], [])
 
