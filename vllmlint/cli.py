@@ -469,9 +469,12 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     except ConfigError as err:
         raise click.UsageError(str(err)) from None
     candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
+    from .lint.project import ParseCache
+
+    cache = ParseCache()        # one parse of each file for the detection, the silent list and every step
     origin = "--from"
     if from_version is None:
-        found = detect_version(load(candidates, helm_values=helm_values))
+        found = detect_version(load(candidates, cache=cache, helm_values=helm_values))
         from_version, origin = (found.version, found.where) if found else (None, "")
     steps = steps_between(from_version, to_version)
     if rehearse:
@@ -494,10 +497,10 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
 
     from .lint.migrate import SILENT, silent_changes
 
-    silent = silent_changes(candidates, to_version)      # read before the tags are bumped
+    silent = silent_changes(candidates, to_version, cache, helm_values)      # read before the tags are bumped
     with _progress(len(candidates) * max(len(steps), 1)):
         chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults},
-                          helm_values=helm_values)
+                          helm_values=helm_values, cache=cache)
     outcome = chain.outcome
     for line in file_notes(outcome.project, False):      # a chart that was not rendered
         click.echo(line, err=True)

@@ -303,7 +303,7 @@ def _signature(source: SourceFile, text: str):
         import yaml
 
         try:
-            data = repr(list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))))
+            data = repr(list(yaml.safe_load_all(text)))
         except yaml.YAMLError:
             data = "unreadable"
     return launches, env, data

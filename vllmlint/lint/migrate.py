@@ -265,7 +265,7 @@ class _StartFrom:
 SILENT = "VL307"        # default-changed: listed apart, as "changes behaviour silently"
 
 
-def silent_changes(candidates, target: tuple[int, int, int]) -> list:
+def silent_changes(candidates, target: tuple[int, int, int], cache=None, helm_values=None) -> list:
     """VL307's findings on the tree as it is (each launch at the release it runs today): the
     defaults the upgrade to `target` changes under launches that do not set them."""
     from .engine import run_rules
@@ -275,19 +275,19 @@ def silent_changes(candidates, target: tuple[int, int, int]) -> list:
     rules = list(selected_rules(target, select=[SILENT]))
     if not rules:
         return []
-    findings, _ = run_rules(load(candidates), rules)
+    findings, _ = run_rules(load(candidates, cache=cache, helm_values=helm_values), rules)
     return sorted(findings, key=lambda f: f.sort_key())
 
 
 def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, options: dict | None = None,
-              helm_values: dict | None = None) -> Chain:
+              helm_values: dict | None = None, cache=None) -> Chain:
     """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last.
     `options`: rule options (`keep_defaults`: VL307 pins today's defaults)."""
     from .engine import Outcome, check_and_fix
     from .project import ParseCache
     from .registry import selected_rules
 
-    cache = ParseCache()        # a step re-parses only the files the step before changed
+    cache = cache if cache is not None else ParseCache()   # a step re-parses only what the one before changed
     texts: dict = {}
     originals: dict = {}
     fixed_all: list = []
