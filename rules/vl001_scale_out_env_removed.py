@@ -80,12 +80,15 @@ class ScaleOutEnvRemoved(Rule):
         if blocked:
             where = ", ".join(f"{l.file.display}:{l.line} ({l.not_editable or 'not editable'})" for l in blocked)
             return self.finding(entry.file, entry.span,
-                                f"{head}; add {FLAG} by hand to {where}, then remove it")
+                                f"{head}; add {FLAG} to `vllm serve` by hand, then remove it",
+                                detail=f"The launch cannot be edited here: {where}.")
         if entry.removal is None:
             return self.finding(entry.file, entry.span,
                                 f"{head}; remove it by hand and add {FLAG} to `vllm serve`")
+        detail = ""
         if need:
-            message = f"{head}; replace it with {FLAG} on `vllm serve` ({', '.join(l.context for l in need)})"
+            message = f"{head}; replace it with {FLAG} on `vllm serve`"
+            detail = f"The launches that read it: {', '.join(l.context for l in need)}."
         elif serves:
             message = f"{head}; {FLAG} is already set, remove it"
         else:
@@ -94,4 +97,4 @@ class ScaleOutEnvRemoved(Rule):
             message = f"{head}; {kinds} always serve the scale-out endpoints, remove it"
         edits = list(entry.removal) + [l.append_edit(FLAG) for l in need]
         return self.finding(entry.file, entry.span, message, Fix(edits, f"replace {ENV_NAME} with {FLAG}"),
-                            launches=need, min_release=(0, 30, 0))
+                            launches=need, min_release=(0, 30, 0), detail=detail)

@@ -61,11 +61,13 @@ class ScaleOutEndpointsNotEnabled(Rule):
         for key, launch in launches.items():
             calls = callers[key]
             shown = ", ".join(f"{c.path} ({c.where})" for c in calls[:3]) + (" ..." if len(calls) > 3 else "")
-            message = (f"`vllm serve` ({launch.context}) serves no scale-out endpoints from vLLM 0.30.0 "
-                       f"without {FLAG}, but it is called at {shown}")
+            message = (f"`vllm serve` ({launch.context}) serves scale-out endpoints from 0.30.0 only with {FLAG}: "
+                       f"add it")
+            detail = f"It is called at {shown}; without {FLAG} vLLM 0.30.0 answers 404 there."
             edit = launch.append_edit(FLAG)
             if edit is None:
-                message += f"; add {FLAG} by hand ({launch.not_editable or 'argv not editable'})"
+                message += " by hand"
+                detail += f" The launch cannot be edited here: {launch.not_editable or 'argv not editable'}."
             yield self.finding(launch.file, launch.span, message,
                                Fix([edit], f"add {FLAG}") if edit else None,
-                               launches=[launch], min_release=(0, 30, 0))
+                               launches=[launch], min_release=(0, 30, 0), detail=detail)

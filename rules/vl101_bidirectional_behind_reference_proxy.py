@@ -75,16 +75,18 @@ class BidirectionalBehindReferenceProxy(Rule):
             if not prefill or not decode:
                 continue
             where = ", ".join(f"{l.file.display}:{l.line}" for l in prefill + decode)
-            behind = ("`vllmlint router --policy unguarded` (the reference proxy's behaviour, meant for replay)"
+            behind = ("`vllmlint router --policy unguarded` (meant for replay)"
                       if proxy.flavour == "vllmlint-unguarded" else "vLLM's reference multi-turn proxy")
-            message = (f"bidirectional_kv_xfer on P and D ({where}) behind {behind}: "
-                       f"NixlConnector pairs blocks by position and the proxy reuses decode's blocks by the client's "
-                       f"conversation_id without checking that the new prompt continues the old one, so edited history "
-                       f"(stripped reasoning, rewritten tool calls, compaction) gets wrong answers with no error; "
-                       f"turn bidirectional_kv_xfer off or use a router that checks token-id continuation")
+            message = (f"bidirectional_kv_xfer behind {behind}: edited chat history gets wrong answers; "
+                       f"turn it off or use `vllmlint router`")
+            detail = (f"Bidirectional P and D: {where}. NixlConnector pairs blocks by position and the proxy "
+                      f"reuses decode's blocks by the client's conversation_id without checking that the new prompt "
+                      f"continues the old one, so edited history (stripped reasoning, rewritten tool calls, "
+                      f"compaction) gets wrong answers with no error; a router that checks token-id continuation "
+                      f"(`vllmlint router`) reuses only true continuations.")
             if self.target < STREAMED_PARAMS and proxy.flavour == "reference-multiturn":
-                message += (f" (on vLLM {self.target_str} streamed responses carry no kv_transfer_params, so this "
-                            f"proxy caches nothing yet; 0.33.0 adds them and turns this into wrong answers)")
+                detail += (f" On vLLM {self.target_str} streamed responses carry no kv_transfer_params, so this "
+                           f"proxy caches nothing yet; 0.33.0 adds them and turns this into wrong answers.")
             if not proxy.resolved:
-                message += " [the proxy's hosts were not all found in the tree; every bidirectional P and D counted]"
-            yield self.finding(proxy.launch.file, proxy.launch.span, message)
+                detail += " The proxy's hosts were not all found in the tree: every bidirectional P and D counted."
+            yield self.finding(proxy.launch.file, proxy.launch.span, message, detail=detail)

@@ -63,15 +63,17 @@ class KvLoadFailurePolicy(Rule):
                 edits = move_member_edits(cfg, path, to_top=KEY not in cfg.data)
                 where = ".".join(str(p) for p in path[:-1])
                 yield self.finding(cfg.file, cfg.span(path),
-                                   f"{KEY} inside {where} is never read (vLLM only reads it at the top level "
-                                   f"of --kv-transfer-config), so the default `fail` applies; move it to the top level",
+                                   f"{KEY} inside {where} is never read: move it to the top level",
                                    Fix(edits, f"move {KEY} to the top level", "unsafe") if edits else None,
-                                   severity="warning", launches=[launch], min_release=(0, 13, 0))
+                                   severity="warning", launches=[launch], min_release=(0, 13, 0),
+                                   detail="vLLM reads it only at the top level of --kv-transfer-config, so the "
+                                          "default `fail` applies.")
             if policy == "recompute" and cfg.bidirectional:
                 yield self.finding(cfg.file, cfg.span((KEY,)),
-                                   f"{KEY}=recompute handles transfers that fail; with bidirectional_kv_xfer a "
-                                   f"transfer of blocks for other tokens succeeds, so it does not protect against "
-                                   f"wrong multi-turn answers (see VL101)", severity="info")
+                                   f"{KEY}=recompute does not catch wrong multi-turn answers (see VL101)",
+                                   severity="info",
+                                   detail="It handles transfers that fail; with bidirectional_kv_xfer a transfer "
+                                          "of blocks for other tokens succeeds, so it never triggers.")
 
     @staticmethod
     def _misplaced(cfg):

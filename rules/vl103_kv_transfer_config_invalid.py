@@ -70,16 +70,19 @@ class KvTransferConfigInvalid(Rule):
                 close = difflib.get_close_matches(key, sorted(fields), n=1)
                 why = "is not a field of KVTransferConfig" + (f" (did you mean `{close[0]}`?)" if close else "")
             yield self.finding(cfg.file, cfg.span(prefix + (key,)),
-                               f"`{key}` {why}: vLLM {self.target_str} refuses to start (unknown fields are forbidden)")
+                               f"`{key}` {why}: vLLM {self.target_str} will not start",
+                               detail="KVTransferConfig forbids unknown fields.")
         connector, role = data.get("kv_connector"), data.get("kv_role")
         if connector and connector not in known and not data.get("kv_connector_module_path"):
             # a vLLM plugin may register it (KVConnectorFactory.register_connector): a warning, not an error
             close = difflib.get_close_matches(str(connector), sorted(known), n=1, cutoff=0.8)
             yield self.finding(cfg.file, cfg.span(prefix + ("kv_connector",)),
-                               f"connector `{connector}` is not built into vLLM {self.target_str} and no "
-                               f"kv_connector_module_path is set: startup fails with `Unsupported connector type` "
-                               f"unless a vLLM plugin registers it" + (f" (did you mean `{close[0]}`?)" if close else ""),
-                               severity="warning")
+                               f"connector `{connector}` is not built into vLLM {self.target_str}"
+                               + (f": did you mean `{close[0]}`?" if close else
+                                  ": set kv_connector_module_path if a plugin provides it"),
+                               severity="warning",
+                               detail="No kv_connector_module_path is set: startup fails with `Unsupported "
+                                      "connector type` unless a vLLM plugin registers the connector.")
         if connector and role is None and not prefix:
             yield self.finding(cfg.file, cfg.span(prefix + ("kv_connector",)),
                                "kv_connector is set without kv_role: vLLM refuses to start")
@@ -102,17 +105,19 @@ class KvTransferConfigInvalid(Rule):
             both_nixl = cfg.connector in NIXL and first.connector in NIXL
             if cfg.connector != first.connector and not both_nixl:
                 yield self.finding(cfg.file, cfg.span(("kv_connector",)),
-                                   f"prefill and decode use different connectors ({', '.join(sorted(map(str, names)))}; "
-                                   f"also {first_launch.file.display}:{first_launch.line}): they cannot exchange KV")
+                                   f"prefill and decode use different connectors "
+                                   f"({', '.join(sorted(map(str, names)))}): they cannot exchange KV",
+                                   detail=f"The other side: {first_launch.file.display}:{first_launch.line}.")
             elif cfg.transfer_mode != first.transfer_mode:
                 yield self.finding(cfg.file, cfg.span(("kv_connector",)),
-                                   f"transfer mode {cfg.transfer_mode} differs from {first.transfer_mode} at "
-                                   f"{first_launch.file.display}:{first_launch.line}: NIXL's handshake rejects the pair")
+                                   f"transfer mode {cfg.transfer_mode} differs from the other side's "
+                                   f"{first.transfer_mode}: NIXL's handshake rejects the pair",
+                                   detail=f"The other side: {first_launch.file.display}:{first_launch.line}.")
         bidir = [(l, c) for l, c in sides if c.bidirectional]
         if bidir and len(bidir) < len([1 for _, c in sides if c.nixl_parts()]):
             on = ", ".join(f"{l.file.display}:{l.line}" for l, _ in bidir)
             for launch, cfg in sides:
                 if cfg.nixl_parts() and not cfg.bidirectional:
                     yield self.finding(cfg.file, cfg.span(("kv_connector_extra_config",)),
-                                       f"bidirectional_kv_xfer is on at {on} but not here: it must be set on both "
-                                       f"prefill and decode")
+                                       "bidirectional_kv_xfer is on for the other side but not here: set it on both",
+                                       detail=f"It is on at {on}; it must be set on both prefill and decode.")

@@ -110,33 +110,34 @@ class NixlExtraConfig(Rule):
         if gone:
             edits = move_member_edits(cfg, kpath, to_top=False)
             yield self.finding(cfg.file, where,
-                               f"{head} is no longer read (last read in {gone.last}, ignored from "
-                               f"{gone.removed_in}): vLLM {t} silently ignores it" + ("; remove it" if edits else ""),
+                               f"{head} is ignored from vLLM {gone.removed_in} on" + (": remove it" if edits else ""),
                                Fix(edits, f"remove {key}") if edits else None,
-                               launches=[launch], min_release=self.target)
+                               launches=[launch], min_release=self.target,
+                               detail=f"Last read in {gone.last}; vLLM {t} ignores it without a word.")
             return
         readers = [c for c in cat.other_extra_keys.get(key, []) if c != "MultiConnector"]
         if readers:
             yield self.finding(cfg.file, where,
-                               f"{head} is read by {' / '.join(readers)}, not by NixlConnector: vLLM {t} silently "
-                               f"ignores it here")
+                               f"{head} is read by {' / '.join(readers)}, not by NixlConnector: ignored here",
+                               detail=f"vLLM {t} ignores it without a word.")
             return
         added = hist.nixl_key_added_after(key, self.target)
         if added:
-            yield self.finding(cfg.file, where, f"{head} is read from vLLM {added} on: vLLM {t} silently ignores it")
+            yield self.finding(cfg.file, where, f"{head} is read from vLLM {added} on: {t} ignores it",
+                               detail=f"vLLM {t} ignores it without a word.")
             return
         close = difflib.get_close_matches(key, sorted(cat.nixl_extra_keys), n=1, cutoff=0.68)
         if close:
             yield self.finding(cfg.file, where,
-                               f"{head} is never read by NixlConnector (did you mean `{close[0]}`?): vLLM {t} "
-                               f"silently ignores it")
+                               f"{head} is never read by NixlConnector: did you mean `{close[0]}`?",
+                               detail=f"vLLM {t} ignores an unknown key without a word.")
             return
         if hist.ever("nixl_extra_keys", key):
             return
         yield self.finding(cfg.file, where,
-                           f"{head} is read by no catalogued NixlConnector release (keys vLLM {t} reads: "
-                           f"{', '.join(sorted(cat.nixl_extra_keys))}): it is ignored unless a plugin reads it",
-                           severity="info")
+                           f"{head} is read by no NixlConnector release: ignored unless a plugin reads it",
+                           severity="info",
+                           detail=f"Keys vLLM {t} reads: {', '.join(sorted(cat.nixl_extra_keys))}.")
 
     # -- a key it reads: the value -------------------------------------------------------------
     def _value(self, launch, cfg, kpath, key, value, cat):
@@ -149,9 +150,9 @@ class NixlExtraConfig(Rule):
                 reads = "on" if value else "off"
                 meant_off = value.strip().lower() in ("false", "0", "no", "off", "")
                 yield self.finding(cfg.file, where,
-                                   f"`{key}` is the string {value!r}: vLLM {t} uses the value as it is ({at}), "
-                                   f"so a non-empty string is true and this turns it {reads}; write a JSON "
-                                   f"boolean (true/false)", severity="error" if meant_off and value else "info")
+                                   f"`{key}` is the string {value!r}, which turns it {reads}: write a JSON boolean",
+                                   severity="error" if meant_off and value else "info",
+                                   detail=f"vLLM {t} uses the value as it is ({at}): a non-empty string is true.")
             elif not isinstance(value, bool) and value is not None:
                 yield self.finding(cfg.file, where,
                                    f"`{key}` is {_kind(value)}, not a boolean (default {_show(default)}, {at})")
@@ -159,19 +160,21 @@ class NixlExtraConfig(Rule):
         if isinstance(default, (int, float)):
             if key == LEASE_KEY and isinstance(value, str):
                 yield self.finding(cfg.file, where,
-                                   f"`{key}` is {_kind(value)}, not a number: vLLM {t} divides it as it is "
-                                   f"(`kv_lease_duration // 6`, read at {at}), a TypeError at startup; write a JSON "
-                                   f"number", severity="error")
+                                   f"`{key}` is {_kind(value)}, not a number: startup fails; write a JSON number",
+                                   severity="error",
+                                   detail=f"vLLM {t} divides it as it is (`kv_lease_duration // 6`, read at {at}): "
+                                          f"a TypeError at startup.")
                 return
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 numeric = isinstance(value, str) and _literal(value.strip()) is not None and \
                     isinstance(_literal(value.strip()), (int, float))
                 yield self.finding(cfg.file, where,
-                                   f"`{key}` is {_kind(value)}, not a number (default {_show(default)}, {at}): "
-                                   + ("vLLM casts some keys to a number and computes with others as they are; "
-                                      "write a JSON number" if numeric else
-                                      f"vLLM {t} computes with it and fails at startup or misreads it"),
-                                   severity="info" if numeric else None)
+                                   f"`{key}` is {_kind(value)}, not a number: write a JSON number",
+                                   severity="info" if numeric else None,
+                                   detail=f"Default {_show(default)} ({at}). "
+                                          + ("vLLM casts some keys to a number and computes with others as they are."
+                                             if numeric else f"vLLM {t} computes with it and fails at startup or "
+                                                             f"misreads it."))
                 return
             if key == LEASE_KEY:
                 yield from self._lease(cfg, where, value, default, at)
@@ -189,11 +192,12 @@ class NixlExtraConfig(Rule):
                   f"the heartbeat interval is lease // 6 = 0 (one on every decode step) and each extends "
                   f"the lease by lease * 2 // 3 = {extend} s")
         yield self.finding(cfg.file, where,
-                           f"`{LEASE_KEY}` {_show(value)} is shorter than vLLM's default {_show(default)} ({at}): "
-                           f"prefill frees a finished request's KV blocks after {_show(value)} s unless decode's "
-                           f"scheduler has picked the request up - a request that waits longer in the router or "
-                           f"in decode's queue loses its KV and decode recomputes or fails (kv_load_failure_policy); "
-                           f"{detail}")
+                           f"`{LEASE_KEY}` {_show(value)} s is under vLLM's default {_show(default)}: a request "
+                           f"waiting longer loses its KV",
+                           detail=f"Default at {at}. Prefill frees a finished request's KV blocks after "
+                                  f"{_show(value)} s unless decode's scheduler has picked the request up: a request "
+                                  f"that waits longer in the router or in decode's queue loses its KV and decode "
+                                  f"recomputes or fails (kv_load_failure_policy); {detail}")
 
 
 def _literal(text):

@@ -74,15 +74,16 @@ class BidirectionalUnsupported(Rule):
                     said = f"\"{rec['text']}\" ({rec['at']})" if rec.get("text") else rec["at"]
                     if rec["when"] == "push" and part.get("kv_connector") == PUSH:
                         yield self.finding(cfg.file, where,
-                                           f"bidirectional_kv_xfer with {PUSH}: vLLM {t} raises NotImplementedError "
-                                           f"at startup: {said}")
+                                           f"bidirectional_kv_xfer with {PUSH}: vLLM {t} will not start",
+                                           detail=f"It raises NotImplementedError at startup: {said}")
                     elif rec["when"] == "pcp" and pcp_size is not None and pcp_size > 1:
                         pspan = pcp.name_span() or pcp.span or launch.span
                         line = launch.file.line_col(pspan[0])[0]
                         yield self.finding(cfg.file, where,
-                                           f"bidirectional_kv_xfer with prefill context parallel size {pcp_size} "
-                                           f"({pcp.name} at line {line}): vLLM {t} raises NotImplementedError at "
-                                           f"startup: {said}")
+                                           f"bidirectional_kv_xfer with prefill context parallel size {pcp_size}: "
+                                           f"vLLM {t} will not start",
+                                           detail=f"{pcp.name} at line {line}. It raises NotImplementedError at "
+                                                  f"startup: {said}")
 
 
 def _int(text):

@@ -65,7 +65,8 @@ class PdLinkTooSlow(Rule):
                     link, where = self._link(p, d, topology)
                     if link is None or link.p2p:
                         continue
-                    yield self.finding(d.file, d.span, self._message(p, d, link, where))
+                    message, detail = self._message(p, d, link, where)
+                    yield self.finding(d.file, d.span, message, detail=detail)
                     break
 
     # -- where P and D run ------------------------------------------------------------
@@ -110,7 +111,9 @@ class PdLinkTooSlow(Rule):
         return any(h in text or h in names for h in RDMA_HINTS)
 
     # -- what it costs ---------------------------------------------------------------
-    def _message(self, p, d, link: Link, where: str) -> str:
+    def _message(self, p, d, link: Link, where: str) -> tuple[str, str]:
+        """(the one line: where P and D run and what a request's KV costs there; the detail: the
+        estimate's inputs and the guide's advice)."""
         model = self._model(p) or self._model(d)
         tokens = self.options.get("prompt_tokens")
         source = "--prompt-tokens"
@@ -120,18 +123,20 @@ class PdLinkTooSlow(Rule):
                 tokens, source = int(mml.value), "--max-model-len"
             else:
                 tokens, source = DEFAULT_PROMPT_TOKENS, "assumed"
-        head = f"prefill ({p.file.display}:{p.line}) and decode run {where}"
+        head = f"prefill (line {p.line}) and decode run {where}" if p.file is d.file else \
+            f"prefill ({p.file.display}:{p.line}) and decode run {where}"
         found = find_geometry(model, self.options.get("model_config")) if model else None
         if found is None:
-            detail = f" ({link.detail})" if link.detail else ""
-            return (f"{head}: every request's KV crosses a link without peer-to-peer{detail} (model geometry "
-                    f"unknown: give --model-config for an estimate); {ADVICE}")
+            return (f"{head}: every request's KV crosses a link without peer-to-peer: split over NVLink, P2P or RDMA",
+                    f"Link: {link.detail or 'no peer-to-peer'}. The model's geometry is unknown: give "
+                    f"--model-config for an estimate. {ADVICE[0].upper() + ADVICE[1:]}.")
         geometry, origin = found
         dtype = p.flag_value("--dtype")
         kv_dtype = p.flag_value("--kv-cache-dtype")
         est = estimate(geometry, tokens, link, dtype_bytes(dtype.value if dtype else None,
                                                            kv_dtype.value if kv_dtype else None))
-        return (f"{head}: {est.describe()} ({geometry.name} from {origin}; prompt length {source}); {ADVICE}")
+        return (f"{head}: {est.describe()}",
+                f"{geometry.name} from {origin}; prompt length {source}. {ADVICE[0].upper() + ADVICE[1:]}.")
 
     @staticmethod
     def _model(launch) -> str | None:

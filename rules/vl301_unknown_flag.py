@@ -76,9 +76,10 @@ class UnknownFlag(Rule):
                 close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
                 yield self.finding(
                     launch.file, opt.name_span() or opt.span or launch.span,
-                    f"`{opt.name}` is not a vLLM {self.target_str} option; it may be one that the "
-                    f"{plugin} plugin of image {launch.image} adds (not checked)"
-                    + (f"; did you mean `{close[0]}`?" if close else ""), severity="info")
+                    f"`{opt.name}` is not a vLLM {self.target_str} option; it may be {plugin}'s"
+                    + (f"; did you mean `{close[0]}`?" if close else ""), severity="info",
+                    detail=f"Image {launch.image} carries the {plugin} plugin, which adds flags of its own; "
+                           f"vllmlint does not know them.")
                 continue
             name = normalize(opt.name)
             where = opt.name_span() or opt.span or launch.span
@@ -95,27 +96,30 @@ class UnknownFlag(Rule):
                 edit = opt.rename(m.flag)
                 yield self.finding(
                     launch.file, where,
-                    f"`{opt.name}` is an abbreviation of `{m.flag}`: vLLM {self.target_str} expands it, "
-                    f"but any new flag with the same prefix makes it ambiguous; write `{m.flag}`",
+                    f"`{opt.name}` abbreviates `{m.flag}`: write it out",
                     Fix([edit], f"write {m.flag}") if edit else None, severity="warning",
-                    launches=[launch], min_release=self.target)
+                    launches=[launch], min_release=self.target,
+                    detail=f"vLLM {self.target_str} expands the abbreviation, but a new flag with the same "
+                           f"prefix in a later release makes it ambiguous, and the server stops starting.")
                 continue
             if m.kind == "ambiguous":
                 yield self.finding(
                     launch.file, where,
-                    f"`{opt.name}` is ambiguous in vLLM {self.target_str} (it could be "
-                    f"{', '.join(f'`{c}`' for c in m.candidates)}): the server refuses to start")
+                    f"`{opt.name}` is ambiguous in vLLM {self.target_str}: the server will not start; "
+                    f"write the full flag",
+                    detail=f"It could be {', '.join(f'`{c}`' for c in m.candidates)} (argparse: "
+                           f"`ambiguous option`).")
                 continue
             added = hist.flag_added_after(name, self.target) if name.startswith("--") else None
             if added:
                 yield self.finding(
                     launch.file, where,
-                    f"`{opt.name}` is new in vLLM {added}: vLLM {self.target_str} refuses to start "
-                    f"(unrecognized arguments); drop it or target {added} or later")
+                    f"`{opt.name}` is new in vLLM {added}: drop it or target {added} or later",
+                    detail=f"vLLM {self.target_str} refuses to start with it (`unrecognized arguments`).")
                 continue
             close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
             hint = f"; did you mean `{close[0]}`?" if close else ""
             yield self.finding(
                 launch.file, where,
-                f"`{opt.name}` is not a vLLM {self.target_str} option: the server refuses to start "
-                f"(unrecognized arguments){hint}")
+                f"`{opt.name}` is not a vLLM {self.target_str} option{hint}",
+                detail="The server refuses to start with it (`unrecognized arguments`).")

@@ -1,3 +1,5 @@
+import re
+
 from vllmlint.model.launch import API_SERVER
 from vllmlint.lint.registry import Rule
 
@@ -57,8 +59,8 @@ class Deprecated(Rule):
                 info = cat.deprecated_modules.get(module)
                 if info:
                     yield self.finding(launch.file, launch.span,
-                                       f"`python -m {module}` is deprecated in vLLM {t} and may be removed "
-                                       f"({info['at']}): start the server with `vllm serve MODEL` instead")
+                                       f"`python -m {module}` is deprecated in vLLM {t}: use `vllm serve MODEL`",
+                                       detail=f"It may be removed in a later release ({info['at']}).")
             for opt in options(launch, cat):
                 m = opt.match
                 if m.kind not in ("exact", "prefix") or m.base not in cat.flags:
@@ -67,13 +69,15 @@ class Deprecated(Rule):
                 where = opt.name_span() or opt.span or launch.span
                 if info.get("dep") and opt.sub is None:
                     yield self.finding(launch.file, where,
-                                       f"`{opt.name}` is deprecated in vLLM {t}: {_said(info['dep'])}")
+                                       f"`{opt.name}` is deprecated in vLLM {t}" + _instead(info['dep']),
+                                       detail=f"vLLM says: {_said(info['dep'])}")
                 value = flag_value(opt) if opt.sub is None else None
                 dep_values = info.get("dep_values") or {}
                 if value is not None and value in dep_values:
                     vspan = opt.value.span if opt.value is not None and opt.value.span else where
                     yield self.finding(launch.file, vspan,
-                                       f"`{opt.name} {value}` is deprecated in vLLM {t}: {_said(_text(dep_values[value]))}")
+                                       f"`{opt.name} {value}` is deprecated in vLLM {t}" + _instead(_text(dep_values[value])),
+                                       detail=f"vLLM says: {_said(_text(dep_values[value]))}")
                 spec = cat.json_flag(m.base)
                 if spec is None:
                     continue
@@ -83,12 +87,14 @@ class Deprecated(Rule):
                         continue
                     if field.get("dep"):
                         yield self.finding(launch.file, key.span or where,
-                                           f"`{key.key}` of {m.base} is deprecated in vLLM {t}: {_said(field['dep'])}")
+                                           f"`{key.key}` of {m.base} is deprecated in vLLM {t}" + _instead(field['dep']),
+                                           detail=f"vLLM says: {_said(field['dep'])}")
                     fdv = field.get("dep_values") or {}
                     if isinstance(key.value, (str, int, float)) and str(key.value) in fdv:
                         yield self.finding(launch.file, key.span or where,
-                                           f"`{key.key}: {key.value}` of {m.base} is deprecated in vLLM {t}: "
-                                           f"{_said(_text(fdv[str(key.value)]))}")
+                                           f"`{key.key}: {key.value}` of {m.base} is deprecated in vLLM {t}"
+                                           + _instead(_text(fdv[str(key.value)])),
+                                           detail=f"vLLM says: {_said(_text(fdv[str(key.value)]))}")
         for entry in project.env:
             info = cat.env.get(entry.name)
             if not info or not info.get("dep") or not any(is_vllm(l) for l in entry.launches):
@@ -96,7 +102,17 @@ class Deprecated(Rule):
             use = info.get("use")
             yield self.finding(entry.file, entry.span,
                                f"{entry.name} is deprecated in vLLM {t}" + (f": use {use} instead" if use else
-                                                                          f": {_said(info['dep'])}"))
+                                                                          _instead(info['dep'])),
+                               detail=f"vLLM says: {_said(info['dep'])}")
+
+
+_USE_RE = re.compile(r"(?:[Uu]se|[Rr]eplaced by|in favou?r of|[Ss]et)\s+[`'\"]?(--[\w.-]+|VLLM_\w+)")
+
+
+def _instead(said: str | None) -> str:
+    """`: use --x instead` when vLLM's deprecation text names the replacement, else a hint."""
+    m = _USE_RE.search(said or "")
+    return f": use {m.group(1)} instead" if m else "; it may be removed in a later release"
 
 
 def _text(located: str) -> str:

@@ -73,8 +73,8 @@ class JsonConfigKey(Rule):
                     else:
                         close = difflib.get_close_matches(key.key, list(spec["fields"]), n=1, cutoff=0.75)
                         why = f" (did you mean `{close[0]}`?)" if close else ""
-                    yield self.finding(launch.file, where,
-                                       head + why + "; the server refuses to start (unknown fields are forbidden)")
+                    yield self.finding(launch.file, where, head + why,
+                                       detail="The server refuses to start: unknown fields are forbidden.")
 
     def _added(self, hist, flag, key):
         runs = hist.data["json_fields"].get(flag, {}).get(key)

@@ -76,7 +76,7 @@ class PythonModuleMoved(Rule):
             new, when, hops = moved
             path = f"moved to `{new}` in vLLM {when}" if len(hops) == 1 else \
                 "moved " + ", then ".join(f"to `{m}` in {v}" for m, v in hops)
-            return f"`{module}` {path} (last at the old path in {gone.last})", new, when
+            return f"`{module}` {path}", new, when
         return f"`{module}` was removed in vLLM {gone.removed_in} (last in {gone.last})", None, None
 
     # -- imports -------------------------------------------------------------------------------
@@ -120,8 +120,9 @@ class PythonModuleMoved(Rule):
                         elif where[0] != where[1]:
                             fix = Fix([Edit(source, where[0], where[1], new)], f"import from {new}")
                     yield self.finding(source, where,
-                                       f"{msg}: importing it fails on vLLM {t} (ModuleNotFoundError){why}",
-                                       fix, launches=self._runs_on(pf, project), min_release=_v(when))
+                                       f"{msg}: importing it fails on vLLM {t}",
+                                       fix, launches=self._runs_on(pf, project), min_release=_v(when),
+                                       detail=f"ModuleNotFoundError{why}.")
                     continue
                 for alias in node.names:             # `from vllm.a import b`, b a module
                     sub = f"{node.module}.{alias.name}"
@@ -132,9 +133,9 @@ class PythonModuleMoved(Rule):
                     where = span_of(node, alias.name, after=len("from " + node.module)) or \
                         (offset(node.lineno, node.col_offset),) * 2
                     yield self.finding(source, where,
-                                       f"{msg}: importing it fails on vLLM {t} (ImportError)"
-                                       + (f"; write `from {new.rsplit('.', 1)[0]} import {new.rsplit('.', 1)[1]}`"
-                                          if new else ""))
+                                       f"{msg}" + (f": write `from {new.rsplit('.', 1)[0]} import {new.rsplit('.', 1)[1]}`"
+                                                   if new else f": importing it fails on vLLM {t}"),
+                                       detail=f"vLLM {t}: ImportError.")
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if not alias.name.startswith("vllm."):
@@ -156,8 +157,9 @@ class PythonModuleMoved(Rule):
                     elif new:
                         why = "; not rewritten: every use spells the old path"
                     yield self.finding(source, where,
-                                       f"{msg}: importing it fails on vLLM {t} (ModuleNotFoundError){why}",
-                                       fix, launches=self._runs_on(pf, project), min_release=_v(when))
+                                       f"{msg}: importing it fails on vLLM {t}",
+                                       fix, launches=self._runs_on(pf, project), min_release=_v(when),
+                                       detail=f"ModuleNotFoundError{why}.")
 
     def _runs_on(self, pf, project):
         """The launches whose release gates a fix of this file: its own, else the file itself
@@ -201,8 +203,8 @@ class PythonModuleMoved(Rule):
                 continue
             msg, new, _ = fate
             yield self.finding(source, (m.start("mod"), m.end("mod")),
-                               f"`python -m`: {msg}: vLLM {t} says \"No module named {m.group('mod')}\""
-                               + (f"; run `python -m {new}` if it is meant to be started that way" if new else ""))
+                               f"`python -m`: {msg}" + (f": run `python -m {new}`" if new else ""),
+                               detail=f"vLLM {t} says \"No module named {m.group('mod')}\".")
 
 
 class _Runs:

@@ -108,10 +108,11 @@ class DefaultChanged(Rule):
                 maybe = " - vLLM then picks the value at run time, which may still be the old one" \
                     if now is None else ""
                 yield self.finding(launch.file, launch.span,
-                                   f"`{flag}` is not set: its default changes from {_show(was)} (vLLM "
-                                   f"{fmt(launch.release)}, which this launch runs today: {launch.release_from}) "
-                                   f"to {_show(now)} in vLLM {changed_in} ({where}{maybe}); {how}"
-                                   + ("" if changed_in == t else f" (target {t})"), fix)
+                                   f"`{flag}` is not set: its default changes from {_show(was)} to {_show(now)} "
+                                   f"in vLLM {changed_in}; {how}", fix,
+                                   detail=f"Today's default is that of vLLM {fmt(launch.release)}, which this launch "
+                                          f"runs ({launch.release_from}); the new one is read at {where}{maybe}"
+                                          + ("" if changed_in == t else f"; the target is {t}") + ".")
 
 
 def default_value(text):

@@ -17,7 +17,10 @@ def findings(case: str, *args: str, tmp_path: Path, monkeypatch) -> list[dict]:
     shutil.copytree(FIXTURES / case / "input", work)
     monkeypatch.chdir(work)
     result = CliRunner().invoke(main, ["check", "--format", "json", *args, "."], catch_exceptions=False)
-    return json.loads(result.stdout)
+    rows = json.loads(result.stdout)
+    for row in rows:        # what a user can read: the one-line message and the detail under it
+        row["text"] = f"{row['message']} {row['detail']}"
+    return rows
 
 
 def test_vl201_estimate_for_qwen_7b_at_8k_tokens(tmp_path, monkeypatch):
@@ -26,28 +29,28 @@ def test_vl201_estimate_for_qwen_7b_at_8k_tokens(tmp_path, monkeypatch):
     assert f["severity"] == "warning"
     assert "~469.8 MB of KV per 8,192-token prompt" in f["message"]     # 2*28*4*128*2*8192 B
     assert "~1.30 s over PCIe without peer-to-peer (CNS)" in f["message"]
-    assert "stay collocated when TTFT is the target" in f["message"]
+    assert "stay collocated when TTFT is the target" in f["text"]
 
 
 def test_vl201_prompt_tokens_option(tmp_path, monkeypatch):
     [f] = findings("VL201/shell-cns", "--select", "VL201", "--topology", "topo.txt", "--prompt-tokens", "4096",
                    tmp_path=tmp_path, monkeypatch=monkeypatch)
-    assert "~234.9 MB of KV per 4,096-token prompt" in f["message"]
+    assert "~234.9 MB of KV per 4,096-token prompt" in f["text"]
 
 
 def test_vl101_version_twist(tmp_path, monkeypatch):
     [now] = findings("VL101/k8s-three-files", "--select", "VL101", tmp_path=tmp_path / "a", monkeypatch=monkeypatch)
-    assert "prefill.yaml" in now["message"] and "decode.yaml" in now["message"] and now["path"] == "proxy.yaml"
-    assert "caches nothing yet" in now["message"] and "0.33.0" in now["message"]
+    assert "prefill.yaml" in now["text"] and "decode.yaml" in now["text"] and now["path"] == "proxy.yaml"
+    assert "caches nothing yet" in now["text"] and "0.33.0" in now["text"]
     [later] = findings("VL101/k8s-three-files", "--select", "VL101", "--target-version", "0.33.0",
                        tmp_path=tmp_path / "b", monkeypatch=monkeypatch)
-    assert "caches nothing yet" not in later["message"]
-    assert "conversation_id" in later["message"] and "token-id continuation" in later["message"]
+    assert "caches nothing yet" not in later["text"]
+    assert "conversation_id" in later["text"] and "token-id continuation" in later["text"]
 
 
 def test_vl002_names_the_caller(tmp_path, monkeypatch):
     [f] = findings("VL002/k8s-three-files", "--select", "VL002", tmp_path=tmp_path, monkeypatch=monkeypatch)
-    assert f["path"] == "decode.yaml" and "/inference/v1/generate (router.yaml:12)" in f["message"]
+    assert f["path"] == "decode.yaml" and "/inference/v1/generate (router.yaml:12)" in f["text"]
 
 
 def test_every_rule_prints_its_docs():
@@ -57,3 +60,14 @@ def test_every_rule_prints_its_docs():
         assert code in listing
         doc = runner.invoke(main, ["rule", code]).stdout
         assert "## Why" in doc and "## Fix safety" in doc
+
+
+def test_messages_are_one_short_line(tmp_path, monkeypatch):
+    """Text output: one line, the what and the what-to-do (issue 14.9); the why is the detail."""
+    monkeypatch.chdir(FIXTURES)
+    result = CliRunner().invoke(main, ["check", "--format", "json", "--fail-level", "info", "."],
+                                catch_exceptions=False)
+    lengths = sorted(len(r["message"]) for r in json.loads(result.stdout))
+    assert lengths and all("\n" not in r["message"] for r in json.loads(result.stdout))
+    assert lengths[len(lengths) // 2] <= 120, lengths[len(lengths) // 2]
+    assert lengths[-1] <= 200, lengths[-1]
