@@ -514,13 +514,13 @@ def _where(findings, code, needle):
 
 def test_corpus_legacy_settings_at_0_30(corpus_findings):
     found = corpus_findings["0.30.0"]
-    use_v1 = _where(found, "VL303", "VLLM_USE_V1 is not read")
+    use_v1 = _where(found, "VL303", "VLLM_USE_V1 is ignored from vLLM")
     assert len(use_v1) >= 5 and all(f["severity"] == "warning" for f in use_v1)
-    assert _where(found, "VL303", "VLLM_ATTENTION_BACKEND is not read")
+    assert _where(found, "VL303", "VLLM_ATTENTION_BACKEND is ignored from vLLM")
     assert len(_where(found, "VL302", "`--disable-log-requests` was removed in vLLM 0.17.0")) >= 5
     assert len(_where(found, "VL302", "`--swap-space` was removed in vLLM 0.18.0")) >= 3
     assert _where(found, "VL302", "`--num-scheduler-steps` was removed")
-    assert _where(found, "VL301", "`--max-num-seq` is an abbreviation of `--max-num-seqs`")
+    assert _where(found, "VL301", "`--max-num-seq` abbreviates `--max-num-seqs`")
     # the application's own VLLM_* variables are unknown (info), never "removed"
     app = [f for f in found if "AutoCONFIG__vllm-server" in f["path"] and f["code"] == "VL303"]
     names = {f["message"].split()[0]: f["severity"] for f in app}

@@ -107,7 +107,8 @@ def test_check_against_an_added_release(tmp_path):
     found = {(f["code"], f["message"].split("`")[1]) for f in json.loads(res.output)}
     assert found == {("VL302", "--max-model-len")}, res.output
     [f] = json.loads(res.output)
-    assert "was removed in vLLM nightly (last in 0.33.0)" in f["message"] and "vLLM nightly refuses" in f["message"]
+    assert "was removed in vLLM nightly" in f["message"] and "vLLM nightly will not start" in f["message"]
+    assert "Last in 0.33.0" in f["detail"] and "vLLM nightly refuses to start" in f["detail"]
 
     res = cli("check", "--target-version", "0.33.0", "--format", "json", proj)
     found = {(f["code"], f["message"].split("`")[1]) for f in json.loads(res.output)}
