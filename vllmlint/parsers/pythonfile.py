@@ -62,7 +62,13 @@ def parse_python(source: SourceFile) -> ParsedFile:
     text = source.text
     tree, nul = _parse(text)
     parser = _Parser(source, tree, nul)
-    pf = parser.run()
+    try:
+        pf = parser.run()
+    except (_TooDeep, RecursionError):
+        # the walk measures depth as _check_nesting does, and stops past MAX_NESTING
+        _check_nesting(tree)
+        parser = _Parser(source, tree, nul, measure=False)
+        pf = parser.run()
     if not nul:
         _EngineScan(source, tree, pf, parser.env).run()
     return pf
@@ -99,6 +105,16 @@ def _parse(text: str) -> tuple[ast.Module, bool]:
         raise ParseError(err.lineno or 1, f"Python syntax error: {err.msg}") from None
     except ValueError as err:
         raise ParseError(1, f"Python syntax error: {err}") from None
+    return tree, nul
+
+
+class _TooDeep(Exception):
+    """The walk went deeper than MAX_NESTING: _check_nesting says where."""
+
+
+def _check_nesting(tree: ast.Module) -> None:
+    """Refuse code nested deeper than MAX_NESTING (each node one level below its parent; an
+    `a and b and ...` chain one level per operand, a dotted import one per part)."""
     todo = [(tree, 0)]
     while todo:
         node, depth = todo.pop()
@@ -110,9 +126,9 @@ def _parse(text: str) -> tuple[ast.Module, bool]:
         elif isinstance(node, ast.ImportFrom):
             depth += (node.module or "").count(".")
         if depth > MAX_NESTING:
-            raise ParseError(getattr(node, "lineno", 1), too_deep.reason)
+            raise ParseError(getattr(node, "lineno", 1),
+                             f"Python code nested too deeply (more than {MAX_NESTING} levels)")
         todo.extend((child, depth) for child in ast.iter_child_nodes(node))
-    return tree, nul
 
 
 # -- string literals ---------------------------------------------------------------------------
@@ -264,6 +280,14 @@ class _Arg:
         self.keyword, self.star, self.value, self.node, self.owner = keyword, star, value, node, owner
 
 
+class _Wrap:
+    """A parameter's annotation (ast puts an `arg` node between it and the parameter list)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 class _Tok:
     """One string literal token of an (implicitly concatenated) ast string node."""
     __slots__ = ("start", "end", "prefix", "quote", "parts")
@@ -272,7 +296,13 @@ class _Tok:
         self.start, self.end, self.prefix, self.quote, self.parts = start, end, prefix, quote, parts
 
 
-_NOT_CHILDREN = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+# fields that never hold a child we walk (names, operators, expression contexts, flags)
+_NOT_CHILD_FIELDS = {"ctx", "op", "ops", "id", "attr", "name", "names", "arg", "asname", "module", "level",
+                     "conversion", "kind", "type_comment", "is_async", "type_ignores", "tag", "lineno"}
+_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+# nodes with a leaf below them that ast.iter_child_nodes counts (a context or an operator)
+_LEAF_BELOW = {ast.Name, ast.Attribute, ast.Subscript, ast.Starred, ast.List, ast.Tuple, ast.BinOp,
+               ast.UnaryOp, ast.BoolOp, ast.AugAssign, ast.Compare, ast.Import, ast.ImportFrom}
 _STMT_LISTS = ("body", "orelse", "finalbody")
 _GAP_RE = re.compile(r"(?:[ \t\f\r\n]+|\\\r?\n|\\\r|#[^\r\n]*)*")
 _STR_START_RE = re.compile(r"([rRuUbBfF]{0,2})('''|\"\"\"|'|\")")
@@ -422,18 +452,18 @@ def _children(node):
         defaults = [None] * (len(positional) - len(node.defaults)) + list(node.defaults)
         for a, d in zip(positional, defaults):
             if a.annotation is not None:
-                yield a.annotation
+                yield _Wrap(a.annotation)
             if d is not None:
                 yield d
         if node.vararg is not None and node.vararg.annotation is not None:
-            yield node.vararg.annotation
+            yield _Wrap(node.vararg.annotation)
         for a, d in zip(node.kwonlyargs, node.kw_defaults):
             if a.annotation is not None:
-                yield a.annotation
+                yield _Wrap(a.annotation)
             if d is not None:
                 yield d
         if node.kwarg is not None and node.kwarg.annotation is not None:
-            yield node.kwarg.annotation
+            yield _Wrap(node.kwarg.annotation)
         return
     if t is ast.IfExp:
         yield node.body
@@ -445,17 +475,19 @@ def _children(node):
             yield k
             yield p
         return
-    if t is _Arg:
+    if t is _Arg or t is _Wrap:
         yield node.value
         return
-    for name in node._fields:
+    fields = _FIELDS.get(t)
+    if fields is None:
+        fields = _FIELDS[t] = tuple(f for f in t._fields if f not in _NOT_CHILD_FIELDS)
+    for name in fields:
         v = getattr(node, name, None)
         if isinstance(v, ast.AST):
-            if not isinstance(v, _NOT_CHILDREN):
-                yield v
+            yield v
         elif isinstance(v, list):
             for item in v:
-                if isinstance(item, ast.AST) and not isinstance(item, _NOT_CHILDREN):
+                if isinstance(item, ast.AST):
                     yield item
 
 
@@ -479,8 +511,9 @@ def _call_args(node, bases: bool = False) -> list[_Arg]:
 
 
 class _Parser:
-    def __init__(self, source: SourceFile, module: ast.Module, nul: bool = False):
+    def __init__(self, source: SourceFile, module: ast.Module, nul: bool = False, measure: bool = True):
         self.source, self.text, self.module, self.nul = source, source.text, module, nul
+        self.max_depth = MAX_NESTING if measure else 1 << 30
         self.line_starts = [0] + [m.end() for m in LINE_RE.finditer(self.text)]
         self.ascii_lines: dict[int, bool] = {}
         self.pf = ParsedFile(source)
@@ -618,7 +651,22 @@ class _Parser:
         self.finish()
         return self.pf
 
-    def walk(self, node) -> None:
+    def walk(self, node, depth: int = 1) -> None:
+        # depth: as _check_nesting counts it (ast.iter_child_nodes' levels)
+        t = type(node)
+        if t is _Arg:
+            depth -= 0 if node.keyword is not None or node.star else 1
+        elif t is ast.BoolOp:
+            depth += len(node.values) - 1
+        elif t is ast.Import:
+            depth += max(a.name.count(".") for a in node.names)
+        elif t is ast.ImportFrom:
+            depth += (node.module or "").count(".")
+        if depth + (t in _LEAF_BELOW) > self.max_depth:
+            raise _TooDeep
+        if t is ast.arguments and depth + 1 > self.max_depth and (
+                node.posonlyargs or node.args or node.vararg or node.kwonlyargs or node.kwarg):
+            raise _TooDeep
         self.stack.append(node)
         visit = _VISITS.get(type(node))
         if visit is not None:
@@ -634,7 +682,7 @@ class _Parser:
                 and id(node) not in self.handled:
             self.anonymous_chain(node)
         for child in _children(node):
-            self.walk(child)
+            self.walk(child, depth + 1)
         if is_string_root:
             self.string_depth -= 1
         if visit is not None and visit[1] is not None:
@@ -1276,6 +1324,8 @@ class _Parser:
             if id(cand.node) in self.launch_elems:
                 continue
             if not cand.forced:
+                if not self.may_mention(cand.node):
+                    continue
                 pieces = self.pieces(cand.node)
                 value = "" if pieces is None else "".join(
                     "".join(c for c, _, _ in p.chars) if isinstance(p, Lit) else p.display for p in pieces)
@@ -1290,6 +1340,26 @@ class _Parser:
                                  "comparison), not as commands")
         launches.sort(key=lambda l: l.span)
         self.pf.launches.extend(launches)
+
+    def may_mention(self, node) -> bool:
+        """Can the value of this string expression mention a launch? (A quick test before the
+        string is decoded: a marker is in its source or in its literals' values.)"""
+        if type(node) is ast.Constant:
+            return any(m in node.value for m in SHELL_MARKERS)
+        src = self.code(node)
+        if any(m in src for m in SHELL_MARKERS):
+            return True
+        values: list[str] = []
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            if type(n) is ast.Constant:
+                if isinstance(n.value, str):
+                    values.append(n.value)
+            else:
+                todo.extend(reversed(list(_children(n))))
+        joined = "".join(values)
+        return any(m in joined for m in SHELL_MARKERS)
 
     def chain_launch(self, chain: Chain) -> Launch | None:
         argv: list[Arg] = []
