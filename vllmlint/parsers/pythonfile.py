@@ -70,7 +70,8 @@ def parse_python(source: SourceFile) -> ParsedFile:
         parser = _Parser(source, tree, nul, measure=False)
         pf = parser.run()
     if not nul:
-        _EngineScan(source, tree, pf, parser.env).run()
+        imports = [node for _, _, node in sorted(parser.imports, key=lambda x: x[:2])]
+        _EngineScan(source, tree, pf, parser.env, imports).run()
     return pf
 
 
@@ -300,6 +301,8 @@ class _Tok:
 _NOT_CHILD_FIELDS = {"ctx", "op", "ops", "id", "attr", "name", "names", "arg", "asname", "module", "level",
                      "conversion", "kind", "type_comment", "is_async", "type_ignores", "tag", "lineno"}
 _FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+_STRINGISH = {ast.Constant, ast.JoinedStr, ast.BinOp, ast.Call}
+_LISTISH = {ast.List, ast.Tuple, ast.BinOp}
 # nodes with a leaf below them that ast.iter_child_nodes counts (a context or an operator)
 _LEAF_BELOW = {ast.Name, ast.Attribute, ast.Subscript, ast.Starred, ast.List, ast.Tuple, ast.BinOp,
                ast.UnaryOp, ast.BoolOp, ast.AugAssign, ast.Compare, ast.Import, ast.ImportFrom}
@@ -529,6 +532,7 @@ class _Parser:
         self.launch_elems: set[int] = set()
         self.placeholders: list[str] = []
         self.tokens: dict[int, list[_Tok]] = {}
+        self.imports: list[tuple[int, int, Any]] = []   # (tree level, order, node): for _EngineScan
 
     # -- positions -------------------------------------------------------------------------
     def off(self, line: int, col: int) -> int:
@@ -659,8 +663,10 @@ class _Parser:
         elif t is ast.BoolOp:
             depth += len(node.values) - 1
         elif t is ast.Import:
+            self.imports.append((depth, len(self.imports), node))
             depth += max(a.name.count(".") for a in node.names)
         elif t is ast.ImportFrom:
+            self.imports.append((depth, len(self.imports), node))
             depth += (node.module or "").count(".")
         if depth + (t in _LEAF_BELOW) > self.max_depth:
             raise _TooDeep
@@ -672,14 +678,13 @@ class _Parser:
         if visit is not None:
             visit[0](self, node)
         is_string_root = False
-        if self.string_depth == 0 and self.is_string_expr(node):
+        if self.string_depth == 0 and t in _STRINGISH and self.is_string_expr(node):
             is_string_root = True
             self.strings[id(node)] = StringCandidate(node, self.scope, self.is_prose(),
                                                      forced=id(node) in self.forced)
         if is_string_root:
             self.string_depth += 1
-        if self.string_depth == 0 and isinstance(node, (ast.List, ast.Tuple, ast.BinOp)) \
-                and id(node) not in self.handled:
+        if self.string_depth == 0 and t in _LISTISH and id(node) not in self.handled:
             self.anonymous_chain(node)
         for child in _children(node):
             self.walk(child, depth + 1)
@@ -1655,8 +1660,10 @@ def flag_keyword(token: str) -> str:
 
 
 class _EngineScan:
-    def __init__(self, source: SourceFile, tree: ast.Module, pf: ParsedFile, env: list[EnvEntry]):
+    def __init__(self, source: SourceFile, tree: ast.Module, pf: ParsedFile, env: list[EnvEntry],
+                 import_nodes: list | None = None):
         self.source, self.text, self.tree, self.pf, self.env = source, source.text, tree, pf, env
+        self.import_nodes = import_nodes     # the Import / ImportFrom nodes in ast.walk's order
         self.line_starts = [0] + [m.end() for m in LINE_RE.finditer(self.text)]
         self.ascii_lines: dict[int, bool] = {}
         self.names: dict[str, str] = {}       # local name -> what it is (LLM, AsyncEngineArgs, ...)
@@ -1688,7 +1695,8 @@ class _EngineScan:
 
     # what a name is
     def imports(self) -> None:
-        for node in ast.walk(self.tree):
+        nodes = self.import_nodes if self.import_nodes is not None else ast.walk(self.tree)
+        for node in nodes:
             if isinstance(node, ast.ImportFrom) and _vllm_module(node.module):
                 for a in node.names:
                     self.names[a.asname or a.name] = a.name
