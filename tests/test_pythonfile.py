@@ -660,3 +660,39 @@ def test_every_edit_keeps_python_valid():
     assert api.flag_value("--port").value == "8100"
     out = apply(EVERYTHING, [api.append_edit("--x")])
     assert "self.cmd += ('--port', '8100', '--x')" in out
+
+
+LAUNCHER = '''\
+import os
+import subprocess
+
+os.environ["VLLM_ATTENTION_BACKEND"] = "FLASH_ATTN"
+cmd = ["vllm", "serve", "meta-llama/Llama-3.1-8B", "--swap-space", "4", "--port", "8000"]
+subprocess.run(cmd, env={"VLLM_USE_V1": "1"})
+os.system(f"vllm serve {model} --max-model-len 4096 --disable-log-requests")
+'''
+
+
+@pytest.mark.parametrize("args", [["check", "--format", "json"], ["check", "--fix", "--diff"],
+                                  ["launches", "--format", "json"]])
+def test_python_check_does_not_import_libcst(tmp_path, args):
+    """The Python front end is Python's own `ast`: checking (and fixing) a launcher never
+    imports libcst (slow to import and to parse with)."""
+    import subprocess
+    import sys
+    (tmp_path / "launch.py").write_text(LAUNCHER)
+    code = textwrap.dedent(f"""
+        import sys
+        from vllmlint.cli import main
+        try:
+            main({args + [str(tmp_path)]!r}, standalone_mode=False)
+        except SystemExit:
+            pass
+        assert "libcst" not in sys.modules, sorted(m for m in sys.modules if "libcst" in m)
+        print("LAUNCHES-OK")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "LAUNCHES-OK" in proc.stdout
+    if args[0] == "launches":
+        assert "--swap-space" in proc.stdout and "--max-model-len" in proc.stdout
