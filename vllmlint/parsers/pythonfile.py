@@ -533,6 +533,8 @@ class _Parser:
         self.placeholders: list[str] = []
         self.tokens: dict[int, list[_Tok]] = {}
         self.imports: list[tuple[int, int, Any]] = []   # (tree level, order, node): for _EngineScan
+        self.inside_prose = 0          # Compare, Raise and Assert nodes on the stack
+        self.inside_compare = 0        # Compare nodes on the stack
 
     # -- positions -------------------------------------------------------------------------
     def off(self, line: int, col: int) -> int:
@@ -686,8 +688,16 @@ class _Parser:
             self.string_depth += 1
         if self.string_depth == 0 and t in _LISTISH and id(node) not in self.handled:
             self.anonymous_chain(node)
-        for child in _children(node):
-            self.walk(child, depth + 1)
+        if t is not ast.Name and t is not ast.Constant:
+            prose = t is ast.Compare or t is ast.Raise or t is ast.Assert
+            if prose:
+                self.inside_prose += 1
+                self.inside_compare += t is ast.Compare
+            for child in _children(node):
+                self.walk(child, depth + 1)
+            if prose:
+                self.inside_prose -= 1
+                self.inside_compare -= t is ast.Compare
         if is_string_root:
             self.string_depth -= 1
         if visit is not None and visit[1] is not None:
@@ -731,7 +741,7 @@ class _Parser:
             call = self.stack[-3] if len(self.stack) > 2 else None
             if isinstance(call, ast.Call) and _last_name(call.func) in TEXT_FUNCS:
                 return True
-        return any(isinstance(n, (ast.Compare, ast.Raise, ast.Assert)) for n in self.stack[:-1])
+        return self.inside_prose > 0       # under a comparison, raise or assert
 
     # -- strings ---------------------------------------------------------------------------
     def is_string_expr(self, node) -> bool:
@@ -766,8 +776,16 @@ class _Parser:
         """The parts of a string expression; None when it cannot be read."""
         t = type(node)
         if t is ast.Constant or t is ast.JoinedStr:
-            if t is ast.Constant and not isinstance(node.value, str):
-                return None
+            if t is ast.Constant:
+                if not isinstance(node.value, str):
+                    return None
+                s, e = self.span(node)
+                q = self.text[s]
+                if q in "'\"" and e - s >= 2 and self.text[e - 1] == q and node.value == self.text[s + 1:e - 1] \
+                        and q not in node.value and "\\" not in node.value and "\r" not in node.value \
+                        and not (self.nul and "\x00" in node.value):
+                    # one plain literal without escapes: "--port"
+                    return [Lit([(c, i, i + 1) for i, c in enumerate(node.value, s + 1)])]
             toks = self.str_tokens(node)
             out: list[Lit | Dyn] = []
             text = self.text
@@ -981,7 +999,7 @@ class _Parser:
                 isinstance(node.op, ast.Add) and any(
                     isinstance(o, (ast.List, ast.Tuple)) for o in _add_operands(node))):
             return
-        if any(isinstance(n, ast.Compare) for n in self.stack[:-1]):
+        if self.inside_compare:
             return
         parent = self.stack[-2] if len(self.stack) > 1 else None
         if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
