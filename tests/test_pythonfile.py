@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -589,6 +590,28 @@ def test_form_feed_and_tab_indentation_keep_exact_spans():
     assert raw(s, pf.env[0].span) == 'os.environ["VLLM_A"] = "1"'
     out = apply(text, pf.env[0].removal)
     assert out == text.replace('\x0c\tos.environ["VLLM_A"] = "1"\n', "")
+
+
+def test_form_feed_before_spaces_in_a_block_keeps_exact_spans():
+    # ast's columns are UTF-8 offsets from the line start, form feed included (libcst restarted
+    # them at the form feed and this setting was lost)
+    text = 'import os\r\nif x:\r\n\x0c    os.environ["Q"] = "2"\r\n    y = 1\r\n'
+    s = src(text, dedent=False)
+    pf = parse_python(s)
+    assert [(e.name, e.value, raw(s, e.span)) for e in pf.env] == [("Q", "2", 'os.environ["Q"] = "2"')]
+    assert apply(text, pf.env[0].removal) == 'import os\r\nif x:\r\n    y = 1\r\n'
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="PEP 701 f-strings")
+def test_pep701_fstrings_reuse_the_quote():
+    s = src('''\
+        import os
+        os.system(f"vllm serve {m["a"]} --x {f"{y}"} --port 8000")
+        ''')
+    launch = only_launch(s)
+    assert [(a.value, raw(s, a.span)) for a in launch.argv] == [
+        ("vllm", "vllm"), ("serve", "serve"), ('{m["a"]}', '{m["a"]}'), ("--x", "--x"),
+        ('{f"{y}"}', '{f"{y}"}'), ("--port", "--port"), ("8000", "8000")]
 
 
 def test_fragments_and_loops_are_not_launches():
