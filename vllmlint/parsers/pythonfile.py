@@ -660,6 +660,19 @@ class _Parser:
     def walk(self, node, depth: int = 1) -> None:
         # depth: as _check_nesting counts it (ast.iter_child_nodes' levels)
         t = type(node)
+        if t is ast.Name:                    # the commonest leaves, on a short path
+            if depth + 1 > self.max_depth:
+                raise _TooDeep
+            return
+        if t is ast.Constant:
+            if depth > self.max_depth:
+                raise _TooDeep
+            if self.string_depth == 0 and isinstance(node.value, str):
+                self.stack.append(node)
+                self.strings[id(node)] = StringCandidate(node, self.scope, self.is_prose(),
+                                                         forced=id(node) in self.forced)
+                self.stack.pop()
+            return
         if t is _Arg:
             depth -= 0 if node.keyword is not None or node.star else 1
         elif t is ast.BoolOp:
@@ -676,7 +689,7 @@ class _Parser:
                 node.posonlyargs or node.args or node.vararg or node.kwonlyargs or node.kwarg):
             raise _TooDeep
         self.stack.append(node)
-        visit = _VISITS.get(type(node))
+        visit = _VISITS.get(t)
         if visit is not None:
             visit[0](self, node)
         is_string_root = False
