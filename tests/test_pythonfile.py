@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -591,6 +592,28 @@ def test_form_feed_and_tab_indentation_keep_exact_spans():
     assert out == text.replace('\x0c\tos.environ["VLLM_A"] = "1"\n', "")
 
 
+def test_form_feed_before_spaces_in_a_block_keeps_exact_spans():
+    # ast's columns are UTF-8 offsets from the line start, form feed included (libcst restarted
+    # them at the form feed and this setting was lost)
+    text = 'import os\r\nif x:\r\n\x0c    os.environ["Q"] = "2"\r\n    y = 1\r\n'
+    s = src(text, dedent=False)
+    pf = parse_python(s)
+    assert [(e.name, e.value, raw(s, e.span)) for e in pf.env] == [("Q", "2", 'os.environ["Q"] = "2"')]
+    assert apply(text, pf.env[0].removal) == 'import os\r\nif x:\r\n    y = 1\r\n'
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="PEP 701 f-strings")
+def test_pep701_fstrings_reuse_the_quote():
+    s = src('''\
+        import os
+        os.system(f"vllm serve {m["a"]} --x {f"{y}"} --port 8000")
+        ''')
+    launch = only_launch(s)
+    assert [(a.value, raw(s, a.span)) for a in launch.argv] == [
+        ("vllm", "vllm"), ("serve", "serve"), ('{m["a"]}', '{m["a"]}'), ("--x", "--x"),
+        ('{f"{y}"}', '{f"{y}"}'), ("--port", "--port"), ("8000", "8000")]
+
+
 def test_fragments_and_loops_are_not_launches():
     s = src("""\
         VLLM = "vllm serve"
@@ -660,3 +683,39 @@ def test_every_edit_keeps_python_valid():
     assert api.flag_value("--port").value == "8100"
     out = apply(EVERYTHING, [api.append_edit("--x")])
     assert "self.cmd += ('--port', '8100', '--x')" in out
+
+
+LAUNCHER = '''\
+import os
+import subprocess
+
+os.environ["VLLM_ATTENTION_BACKEND"] = "FLASH_ATTN"
+cmd = ["vllm", "serve", "meta-llama/Llama-3.1-8B", "--swap-space", "4", "--port", "8000"]
+subprocess.run(cmd, env={"VLLM_USE_V1": "1"})
+os.system(f"vllm serve {model} --max-model-len 4096 --disable-log-requests")
+'''
+
+
+@pytest.mark.parametrize("args", [["check", "--format", "json"], ["check", "--fix", "--diff"],
+                                  ["launches", "--format", "json"]])
+def test_python_check_does_not_import_libcst(tmp_path, args):
+    """The Python front end is Python's own `ast`: checking (and fixing) a launcher never
+    imports libcst (slow to import and to parse with)."""
+    import subprocess
+    import sys
+    (tmp_path / "launch.py").write_text(LAUNCHER)
+    code = textwrap.dedent(f"""
+        import sys
+        from vllmlint.cli import main
+        try:
+            main({args + [str(tmp_path)]!r}, standalone_mode=False)
+        except SystemExit:
+            pass
+        assert "libcst" not in sys.modules, sorted(m for m in sys.modules if "libcst" in m)
+        print("LAUNCHES-OK")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "LAUNCHES-OK" in proc.stdout
+    if args[0] == "launches":
+        assert "--swap-space" in proc.stdout and "--max-model-len" in proc.stdout

@@ -1,6 +1,6 @@
 """Never run what we lint, never show a secret.
 
-* Python launchers are parsed (libcst, ast.parse), never imported or executed.
+* Python launchers are parsed (ast.parse), never imported or executed.
 * YAML is composed into nodes, never constructed into objects (`!!python/object` does nothing).
 * Shell is lexed by our own lexer, never run; nothing from a linted file reaches a shell,
   `eval`, `exec` or a subprocess. The only process check/fix/launches/migrate start is

@@ -15,7 +15,7 @@ from .sources import Unreadable, mentions_vllm, read_source
 
 
 def parser_for(kind: str):
-    # imported lazily: a pre-commit run on one YAML file must not pay for libcst
+    # imported lazily: a pre-commit run on one YAML file must not pay for the Python front end
     if kind in ("yaml", "compose", "k8s"):
         from ..parsers.yamlfile import parse_yaml
         return parse_yaml

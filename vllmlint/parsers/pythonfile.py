@@ -1,8 +1,10 @@
 """Python front end: launchers that start vLLM with subprocess, os.system, os.exec*, ...
 
-The linted code is never imported or run. libcst parses it (lazily imported: it is slow to
-import) and keeps every token's position; positions are turned into character offsets of
+The linted code is never imported or run. Python's own parser (`ast.parse`: it only parses)
+gives every node's line and UTF-8 column; they are turned into character offsets of
 `SourceFile.text` with our own line table, so CRLF files and non-ASCII text keep exact spans.
+String literals are re-read from the source text (implicit concatenations token by token,
+f-strings part by part), so every decoded character keeps its source position.
 
 What is read:
   * argv lists: any list/tuple literal whose items spell a launch for `detect()`, and the
@@ -32,8 +34,6 @@ from .detect import REFERENCE_PROXIES, detect
 from ..model.launch import ENGINE, SERVE, AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile
 from .shellscan import scan_shell
 
-cst: Any = None          # libcst, imported on first use by parse_python
-
 # A string mentioning one of these is read as a shell command (unless it is plainly prose).
 SHELL_MARKERS = ("vllm serve", "vllm launch", "api_server", "-m vllm") + tuple(REFERENCE_PROXIES)
 SHELL_FUNCS = {"os.system", "os.popen", "subprocess.getoutput", "subprocess.getstatusoutput",
@@ -59,44 +59,39 @@ SIMPLE_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "f": "\f
 
 
 def parse_python(source: SourceFile) -> ParsedFile:
-    global cst
-    if cst is None:
-        import libcst
-        cst = libcst
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
-    tree = _guard_nesting(source.text)
+    text = source.text
+    tree, nul = _parse(text)
+    parser = _Parser(source, tree, nul)
     try:
-        module = cst.parse_module(source.text)
-    except cst.ParserSyntaxError as err:
-        raise _syntax_error(source.text, max(1, err.raw_line), err.message) from None
-    except (ValueError, TypeError) as err:       # the native parser's other complaints
-        raise _syntax_error(source.text, 1, str(err)) from None
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    parser = _Parser(source, module, positions)
-    pf = parser.run()
-    if tree is not None:
-        _EngineScan(source, tree, pf, parser.env).run()
+        pf = parser.run()
+    except (_TooDeep, RecursionError):
+        # the walk measures depth as _check_nesting does, and stops past MAX_NESTING
+        _check_nesting(tree)
+        parser = _Parser(source, tree, nul, measure=False)
+        pf = parser.run()
+    if not nul:
+        imports = [node for _, _, node in sorted(parser.imports, key=lambda x: x[:2])]
+        _EngineScan(source, tree, pf, parser.env, imports).run()
     return pf
 
 
-# libcst's native parser recurses once per nesting level (and once per operand of an
-# `a and b and ...` chain or part of a dotted import): a few thousand levels overflow the C stack
-# and kill the interpreter, a few hundred make it slow. Real launchers nest a few dozen levels.
+# Python's parser measures nesting for us, but our own walk recurses once per level, and a few
+# hundred levels make any tool slow. Real launchers nest a few dozen levels.
 MAX_NESTING = 100
 
 
-def _guard_nesting(text: str) -> ast.Module | None:
-    """Refuse, before libcst sees it, code nested deeper than MAX_NESTING. Python's own parser
-    measures it (ast.parse only parses: nothing is compiled or run; it fails cleanly on deep
-    input); when it cannot parse the file (newer syntax libcst may still accept) brackets are
-    counted instead."""
+def _parse(text: str) -> tuple[ast.Module, bool]:
+    """Parse with Python's own parser (ast.parse only parses: nothing is compiled or run; it
+    fails cleanly on deep input), refusing code nested deeper than MAX_NESTING. bool: the text
+    holds NUL bytes, which ast.parse refuses: they are read as blanks (one byte, one character:
+    positions are kept), and no literal holding one is read."""
     too_deep = ParseError(1, f"Python code nested too deeply (more than {MAX_NESTING} levels)")
     # a dotted name of thousands of parts also takes CPython's parser quadratic time
     if any(m.group().count(".") > MAX_NESTING for m in re.finditer(r"[\w.]{%d,}" % (2 * MAX_NESTING), text)):
         raise too_deep
+    nul = "\x00" in text
     try:
-        tree = ast.parse(text)
+        tree = ast.parse(text.replace("\x00", " ") if nul else text)
     except (RecursionError, MemoryError):
         raise too_deep from None
     except SyntaxError as err:
@@ -108,9 +103,19 @@ def _guard_nesting(text: str) -> ast.Module | None:
             deepest = max(deepest, depth)
         if deepest > MAX_NESTING:
             raise too_deep from None
-        return None
-    except ValueError:          # e.g. a NUL byte: libcst reports it
-        return None
+        raise ParseError(err.lineno or 1, f"Python syntax error: {err.msg}") from None
+    except ValueError as err:
+        raise ParseError(1, f"Python syntax error: {err}") from None
+    return tree, nul
+
+
+class _TooDeep(Exception):
+    """The walk went deeper than MAX_NESTING: _check_nesting says where."""
+
+
+def _check_nesting(tree: ast.Module) -> None:
+    """Refuse code nested deeper than MAX_NESTING (each node one level below its parent; an
+    `a and b and ...` chain one level per operand, a dotted import one per part)."""
     todo = [(tree, 0)]
     while todo:
         node, depth = todo.pop()
@@ -122,32 +127,9 @@ def _guard_nesting(text: str) -> ast.Module | None:
         elif isinstance(node, ast.ImportFrom):
             depth += (node.module or "").count(".")
         if depth > MAX_NESTING:
-            raise ParseError(getattr(node, "lineno", 1), too_deep.reason)
+            raise ParseError(getattr(node, "lineno", 1),
+                             f"Python code nested too deeply (more than {MAX_NESTING} levels)")
         todo.extend((child, depth) for child in ast.iter_child_nodes(node))
-    return tree
-
-
-def _evaluated(node):
-    """libcst's `evaluated_value` (ast.literal_eval of the literal), or None when this Python
-    cannot read the literal (a NUL byte, an unknown `\\N{...}` name, syntax newer than this
-    Python that libcst still accepts)."""
-    try:
-        return node.evaluated_value
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-
-
-def _syntax_error(text: str, line: int, message: str) -> ParseError:
-    """libcst sometimes places an error where it gave up rather than where it is: ask Python's
-    own parser (ast.parse only parses; nothing is compiled or run) for the line and wording."""
-    try:
-        ast.parse(text)
-    except SyntaxError as err:
-        if err.lineno:
-            return ParseError(err.lineno, f"Python syntax error: {err.msg}")
-    except (ValueError, MemoryError, RecursionError):
-        pass
-    return ParseError(line, f"Python syntax error: {message}")
 
 
 # -- string literals ---------------------------------------------------------------------------
@@ -290,11 +272,253 @@ class StringCandidate:
     forced: bool = False           # handed to a shell (shell=True, os.system, ...)
 
 
+class _Arg:
+    """An argument of a call or class statement, as written: `x`, `*x`, `k=x`, `**x` (ast keeps
+    positional and keyword arguments apart; the walk and the fixes want them in source order)."""
+    __slots__ = ("keyword", "star", "value", "node", "owner")
+
+    def __init__(self, keyword: str | None, star: str, value, node, owner):
+        self.keyword, self.star, self.value, self.node, self.owner = keyword, star, value, node, owner
+
+
+class _Wrap:
+    """A parameter's annotation (ast puts an `arg` node between it and the parameter list)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Tok:
+    """One string literal token of an (implicitly concatenated) ast string node."""
+    __slots__ = ("start", "end", "prefix", "quote", "parts")
+
+    def __init__(self, start: int, end: int, prefix: str, quote: str, parts):
+        self.start, self.end, self.prefix, self.quote, self.parts = start, end, prefix, quote, parts
+
+
+# fields that never hold a child we walk (names, operators, expression contexts, flags)
+_NOT_CHILD_FIELDS = {"ctx", "op", "ops", "id", "attr", "name", "names", "arg", "asname", "module", "level",
+                     "conversion", "kind", "type_comment", "is_async", "type_ignores", "tag", "lineno"}
+_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+_STRINGISH = {ast.Constant, ast.JoinedStr, ast.BinOp, ast.Call}
+_LISTISH = {ast.List, ast.Tuple, ast.BinOp}
+# nodes with a leaf below them that ast.iter_child_nodes counts (a context or an operator)
+_LEAF_BELOW = {ast.Name, ast.Attribute, ast.Subscript, ast.Starred, ast.List, ast.Tuple, ast.BinOp,
+               ast.UnaryOp, ast.BoolOp, ast.AugAssign, ast.Compare, ast.Import, ast.ImportFrom}
+_STMT_LISTS = ("body", "orelse", "finalbody")
+_GAP_RE = re.compile(r"(?:[ \t\f\r\n]+|\\\r?\n|\\\r|#[^\r\n]*)*")
+_STR_START_RE = re.compile(r"([rRuUbBfF]{0,2})('''|\"\"\"|'|\")")
+_STR_END_RE = {q: re.compile(r"(?:[^\\]|\\.)*?" + q, re.S) for q in ("'", '"', "'''", '"""')}
+_SEMI_GAP_RE = re.compile(r"[ \t\f]*(?:\\(?:\r\n|\r|\n)[ \t\f]*)*;[ \t\f]*(?:\\(?:\r\n|\r|\n)[ \t\f]*)*")
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _string_end(text: str, i: int, quote: str) -> int:
+    """End of a plain string literal whose body starts at i."""
+    m = _STR_END_RE[quote].match(text, i)
+    assert m
+    return m.end()
+
+
+def _fstring_scan(text: str, i: int, quote: str, is_raw: bool) -> tuple[list[tuple[str, int, int]], int]:
+    """Top-level parts of an f-string body starting at i: ("text", s, e) runs and ("expr", s, e)
+    replacement fields (braces included), and the end of the literal."""
+    parts: list[tuple[str, int, int]] = []
+    run = i
+    while True:
+        if text.startswith(quote, i):
+            if i > run:
+                parts.append(("text", run, i))
+            return parts, i + len(quote)
+        c = text[i]
+        if c == "\\":
+            if not is_raw and text.startswith("N{", i + 1):
+                i = text.index("}", i) + 1
+            elif text[i + 1:i + 2] in ("{", "}"):
+                i += 1
+            else:
+                i += 2
+        elif c == "{":
+            if text.startswith("{{", i):
+                i += 2
+                continue
+            if i > run:
+                parts.append(("text", run, i))
+            j = _fexpr_end(text, i + 1)
+            parts.append(("expr", i, j))
+            run = i = j
+        elif c == "}":
+            i += 2
+        else:
+            i += 1
+
+
+def _fexpr_end(text: str, i: int) -> int:
+    """From just inside a replacement field's `{`: the index after its closing `}`."""
+    depth = 0
+    while True:
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "}":
+            if depth == 0:
+                return i + 1
+            depth -= 1
+        elif c == ":" and depth == 0:
+            i += 1
+            while True:                      # the format spec: text and nested fields
+                c = text[i]
+                if c == "{":
+                    i = _fexpr_end(text, i + 1)
+                    continue
+                if c == "}":
+                    return i + 1
+                i += 1
+        elif c in "'\"":
+            i = _literal_end(text, i, "")
+            continue
+        elif c == "#":
+            while text[i] not in "\r\n":
+                i += 1
+            continue
+        elif c.isalpha() or c == "_":
+            m = _IDENT_RE.match(text, i)
+            assert m
+            j = m.end()
+            if j < len(text) and text[j] in "'\"" and len(m.group()) <= 2 \
+                    and set(m.group().lower()) <= set("rbuf"):
+                i = _literal_end(text, j, m.group())
+            else:
+                i = j
+            continue
+        i += 1
+
+
+def _literal_end(text: str, i: int, prefix: str) -> int:
+    """End of the literal whose quote starts at i."""
+    q = text[i:i + 3] if text[i:i + 3] in ("'''", '"""') else text[i]
+    if "f" in prefix.lower():
+        return _fstring_scan(text, i + len(q), q, "r" in prefix.lower())[1]
+    return _string_end(text, i + len(q), q)
+
+
+def _string_tokens(text: str, s: int, e: int) -> list[_Tok]:
+    """The literal tokens of an ast string node spanning text[s:e]."""
+    out = []
+    i = s
+    while i < e:
+        m = _STR_START_RE.match(text, i)
+        assert m, (text[i:i + 20], s, e)
+        prefix, quote = m.group(1), m.group(2)
+        body = m.end()
+        if "f" in prefix.lower():
+            parts, end = _fstring_scan(text, body, quote, "r" in prefix.lower())
+        else:
+            parts, end = None, _string_end(text, body, quote)
+        out.append(_Tok(i, end, prefix, quote, parts))
+        i = _GAP_RE.match(text, end).end()
+    return out
+
+
+def _children(node):
+    """The child nodes in source order (ast's field order differs for a few node types)."""
+    t = type(node)
+    if t is ast.Call:
+        yield node.func
+        yield from _call_args(node)
+        return
+    if t is ast.Dict:
+        for k, v in zip(node.keys, node.values):
+            if k is not None:
+                yield k
+            yield v
+        return
+    if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+        yield from node.decorator_list
+        yield from getattr(node, "type_params", ())
+        yield node.args
+        if node.returns is not None:
+            yield node.returns
+        yield from node.body
+        return
+    if t is ast.ClassDef:
+        yield from node.decorator_list
+        yield from getattr(node, "type_params", ())
+        yield from _call_args(node, bases=True)
+        yield from node.body
+        return
+    if t is ast.arguments:
+        positional = node.posonlyargs + node.args
+        defaults = [None] * (len(positional) - len(node.defaults)) + list(node.defaults)
+        for a, d in zip(positional, defaults):
+            if a.annotation is not None:
+                yield _Wrap(a.annotation)
+            if d is not None:
+                yield d
+        if node.vararg is not None and node.vararg.annotation is not None:
+            yield _Wrap(node.vararg.annotation)
+        for a, d in zip(node.kwonlyargs, node.kw_defaults):
+            if a.annotation is not None:
+                yield _Wrap(a.annotation)
+            if d is not None:
+                yield d
+        if node.kwarg is not None and node.kwarg.annotation is not None:
+            yield _Wrap(node.kwarg.annotation)
+        return
+    if t is ast.IfExp:
+        yield node.body
+        yield node.test
+        yield node.orelse
+        return
+    if t is ast.MatchMapping:
+        for k, p in zip(node.keys, node.patterns):
+            yield k
+            yield p
+        return
+    if t is _Arg or t is _Wrap:
+        yield node.value
+        return
+    fields = _FIELDS.get(t)
+    if fields is None:
+        fields = _FIELDS[t] = tuple(f for f in t._fields if f not in _NOT_CHILD_FIELDS)
+    for name in fields:
+        v = getattr(node, name, None)
+        if isinstance(v, ast.AST):
+            yield v
+        elif isinstance(v, list):
+            for item in v:
+                if isinstance(item, ast.AST):
+                    yield item
+
+
+def _call_args(node, bases: bool = False) -> list[_Arg]:
+    """Arguments of a call (or the bases and keywords of a class) in source order."""
+    cached = getattr(node, "_vl_args", None)
+    if cached is not None:
+        return cached
+    items = []
+    for a in (node.bases if bases else node.args):
+        if isinstance(a, ast.Starred):
+            items.append(_Arg(None, "*", a.value, a, node))
+        else:
+            items.append(_Arg(None, "", a, a, node))
+    for k in node.keywords:
+        items.append(_Arg(k.arg, "" if k.arg is not None else "**", k.value, k, node))
+    if node.keywords and len(items) > 1:
+        items.sort(key=lambda a: (a.node.lineno, a.node.col_offset))
+    node._vl_args = items
+    return items
+
+
 class _Parser:
-    def __init__(self, source: SourceFile, module, positions):
-        self.source, self.text, self.module, self.positions = source, source.text, module, positions
+    def __init__(self, source: SourceFile, module: ast.Module, nul: bool = False, measure: bool = True):
+        self.source, self.text, self.module, self.nul = source, source.text, module, nul
+        self.max_depth = MAX_NESTING if measure else 1 << 30
         self.line_starts = [0] + [m.end() for m in LINE_RE.finditer(self.text)]
-        self.shift = self.formfeed_shifts()
+        self.ascii_lines: dict[int, bool] = {}
         self.pf = ParsedFile(source)
         self.module_scope = Scope("", None)
         self.scope = self.module_scope
@@ -307,37 +531,113 @@ class _Parser:
         self.env: list[EnvEntry] = []
         self.launch_elems: set[int] = set()
         self.placeholders: list[str] = []
+        self.tokens: dict[int, list[_Tok]] = {}
+        self.imports: list[tuple[int, int, Any]] = []   # (tree level, order, node): for _EngineScan
+        self.inside_prose = 0          # Compare, Raise and Assert nodes on the stack
+        self.inside_compare = 0        # Compare nodes on the stack
 
     # -- positions -------------------------------------------------------------------------
-    def off(self, pos) -> int:
-        return self.line_starts[pos.line - 1] + pos.column + self.shift.get(pos.line, 0)
-
-    def formfeed_shifts(self) -> dict[int, int]:
-        """libcst counts characters, except that a form feed in the indentation of a line that
-        starts a statement restarts that line's columns (as CPython's tokenizer does)."""
-        shifts: dict[int, int] = {}
-        for n, start in enumerate(self.line_starts, 1):
-            m = re.match(r"[ \t\x0c]*\x0c", self.text[start:start + 200])
-            if m:
-                shifts[n] = m.end()
-        if not shifts:
-            return {}
-        starts: set[int] = set()
-        kinds = (cst.BaseStatement, cst.Else, cst.ExceptHandler, cst.Finally, cst.Decorator,
-                 cst.ExceptStarHandler, cst.MatchCase)
-        stack = [self.module]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, kinds):
-                starts.add(self.positions[node].start.line)
-            if isinstance(node, (cst.Module, cst.BaseSuite, cst.BaseStatement, cst.Else, cst.ExceptHandler,
-                                 cst.ExceptStarHandler, cst.Finally, cst.MatchCase, cst.If)):
-                stack.extend(node.children)
-        return {line: k for line, k in shifts.items() if line in starts}
+    def off(self, line: int, col: int) -> int:
+        """ast's (line, UTF-8 byte column) as a character offset of the text."""
+        start = self.line_starts[line - 1]
+        ok = self.ascii_lines.get(line)
+        if ok is None:
+            end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+            ok = self.ascii_lines[line] = self.text[start:end].isascii()
+        if ok:
+            return start + col
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+        return start + len(self.text[start:end].encode("utf-8")[:col].decode("utf-8", "replace"))
 
     def span(self, node) -> tuple[int, int]:
-        r = self.positions[node]
-        return self.off(r.start), self.off(r.end)
+        """Where a node is written, without the parentheses around it (those of a tuple or a
+        generator expression too); a call argument with them."""
+        if type(node) is _Arg:
+            return self.arg_span(node)
+        s, e = self.off(node.lineno, node.col_offset), self.off(node.end_lineno, node.end_col_offset)
+        if type(node) is ast.GeneratorExp or (type(node) is ast.Tuple and self.own_parens(s, e)):
+            if type(node) is ast.Tuple and not node.elts:
+                return s + 1, s + 1
+            return self.trimmed(s + 1, e - 1)
+        return s, e
+
+    def own_parens(self, s: int, e: int) -> bool:
+        """Is text[s:e] one parenthesized group (the `(` at s closes at e - 1)?"""
+        text = self.text
+        if text[s:s + 1] != "(" or text[e - 1:e] != ")":
+            return False
+        depth = 0
+        i = s
+        while i < e:
+            c = text[i]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+                if depth == 0:
+                    return i == e - 1
+            elif c in "'\"":
+                i = _literal_end(text, i, "")
+                continue
+            elif c == "#":
+                while i < e and text[i] not in "\r\n":
+                    i += 1
+                continue
+            elif c.isalpha() or c == "_":
+                m = _IDENT_RE.match(text, i)
+                assert m
+                j = m.end()
+                if j < e and text[j] in "'\"" and len(m.group()) <= 2 and set(m.group().lower()) <= set("rbuf"):
+                    i = _literal_end(text, j, m.group())
+                else:
+                    i = j
+                continue
+            i += 1
+        return False
+
+    def trimmed(self, s: int, e: int) -> tuple[int, int]:
+        """text[s:e] without blanks and comments around it."""
+        text = self.text
+        s = _GAP_RE.match(text, s).end()
+        last = s
+        i = s
+        while i < e:
+            i = _GAP_RE.match(text, i).end()
+            if i >= e:
+                break
+            c = text[i]
+            if c in "'\"":
+                i = _literal_end(text, i, "")
+            elif c.isalpha() or c == "_":
+                m = _IDENT_RE.match(text, i)
+                assert m
+                j = m.end()
+                if j < e and text[j] in "'\"" and len(m.group()) <= 2 and set(m.group().lower()) <= set("rbuf"):
+                    i = _literal_end(text, j, m.group())
+                else:
+                    i = j
+            else:
+                i += 1
+            last = i
+        return s, last
+
+    def arg_span(self, arg: _Arg) -> tuple[int, int]:
+        if arg.keyword is not None or arg.star:
+            return self.off(arg.node.lineno, arg.node.col_offset), \
+                self.off(arg.node.end_lineno, arg.node.end_col_offset)
+        s, e = self.span(arg.value)
+        call = arg.owner
+        limit = self.off(call.end_lineno, call.end_col_offset) - 1
+        text = self.text
+        while True:
+            ls = s
+            while ls > 0 and text[ls - 1] in " \t\f\r\n":
+                ls -= 1
+            re_ = _GAP_RE.match(text, e).end()
+            if ls > 0 and text[ls - 1] == "(" and re_ < limit and text[re_:re_ + 1] == ")":
+                s, e = ls - 1, re_ + 1
+            else:
+                return s, e
 
     def code(self, node) -> str:
         s, e = self.span(node)
@@ -357,29 +657,64 @@ class _Parser:
         self.finish()
         return self.pf
 
-    def walk(self, node) -> None:
+    def walk(self, node, depth: int = 1) -> None:
+        # depth: as _check_nesting counts it (ast.iter_child_nodes' levels)
+        t = type(node)
+        if t is ast.Name:                    # the commonest leaves, on a short path
+            if depth + 1 > self.max_depth:
+                raise _TooDeep
+            return
+        if t is ast.Constant:
+            if depth > self.max_depth:
+                raise _TooDeep
+            if self.string_depth == 0 and isinstance(node.value, str):
+                self.stack.append(node)
+                self.strings[id(node)] = StringCandidate(node, self.scope, self.is_prose(),
+                                                         forced=id(node) in self.forced)
+                self.stack.pop()
+            return
+        if t is _Arg:
+            depth -= 0 if node.keyword is not None or node.star else 1
+        elif t is ast.BoolOp:
+            depth += len(node.values) - 1
+        elif t is ast.Import:
+            self.imports.append((depth, len(self.imports), node))
+            depth += max(a.name.count(".") for a in node.names)
+        elif t is ast.ImportFrom:
+            self.imports.append((depth, len(self.imports), node))
+            depth += (node.module or "").count(".")
+        if depth + (t in _LEAF_BELOW) > self.max_depth:
+            raise _TooDeep
+        if t is ast.arguments and depth + 1 > self.max_depth and (
+                node.posonlyargs or node.args or node.vararg or node.kwonlyargs or node.kwarg):
+            raise _TooDeep
         self.stack.append(node)
-        name = type(node).__name__
-        visit = getattr(self, "visit_" + name, None)
+        visit = _VISITS.get(t)
         if visit is not None:
-            visit(node)
+            visit[0](self, node)
         is_string_root = False
-        if self.string_depth == 0 and self.is_string_expr(node):
+        if self.string_depth == 0 and t in _STRINGISH and self.is_string_expr(node):
             is_string_root = True
             self.strings[id(node)] = StringCandidate(node, self.scope, self.is_prose(),
                                                      forced=id(node) in self.forced)
         if is_string_root:
             self.string_depth += 1
-        if self.string_depth == 0 and isinstance(node, (cst.List, cst.Tuple, cst.BinaryOperation)) \
-                and id(node) not in self.handled:
+        if self.string_depth == 0 and t in _LISTISH and id(node) not in self.handled:
             self.anonymous_chain(node)
-        for child in node.children:
-            self.walk(child)
+        if t is not ast.Name and t is not ast.Constant:
+            prose = t is ast.Compare or t is ast.Raise or t is ast.Assert
+            if prose:
+                self.inside_prose += 1
+                self.inside_compare += t is ast.Compare
+            for child in _children(node):
+                self.walk(child, depth + 1)
+            if prose:
+                self.inside_prose -= 1
+                self.inside_compare -= t is ast.Compare
         if is_string_root:
             self.string_depth -= 1
-        leave = getattr(self, "leave_" + name, None)
-        if leave is not None:
-            leave(node)
+        if visit is not None and visit[1] is not None:
+            visit[1](self, node)
         self.stack.pop()
 
     def enter_scope(self, name: str, is_class: bool = False) -> None:
@@ -391,13 +726,13 @@ class _Parser:
         self.scope = self.scope.parent
 
     def visit_FunctionDef(self, node) -> None:
-        self.enter_scope(node.name.value)
+        self.enter_scope(node.name)
 
     def leave_FunctionDef(self, node) -> None:
         self.leave_scope()
 
     def visit_ClassDef(self, node) -> None:
-        self.enter_scope(node.name.value, is_class=True)
+        self.enter_scope(node.name, is_class=True)
 
     def leave_ClassDef(self, node) -> None:
         self.leave_scope()
@@ -408,74 +743,95 @@ class _Parser:
     def leave_For(self, node) -> None:
         self.scope.loops -= 1
 
-    visit_While, leave_While = visit_For, leave_For
-    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_For
-    leave_ListComp = leave_SetComp = leave_GeneratorExp = leave_DictComp = leave_For
-
     def is_prose(self) -> bool:
         """Is the string being visited plainly text: a docstring, a message, a pattern?"""
         parent = self.stack[-2] if len(self.stack) > 1 else None
-        if isinstance(parent, cst.Expr):
+        if isinstance(parent, ast.Expr):
             return True
-        if isinstance(parent, cst.Arg):
-            if parent.keyword is not None and parent.keyword.value in TEXT_KEYWORDS:
+        if isinstance(parent, _Arg):
+            if parent.keyword is not None and parent.keyword in TEXT_KEYWORDS:
                 return True
             call = self.stack[-3] if len(self.stack) > 2 else None
-            if isinstance(call, cst.Call) and _last_name(call.func) in TEXT_FUNCS:
+            if isinstance(call, ast.Call) and _last_name(call.func) in TEXT_FUNCS:
                 return True
-        return any(isinstance(n, (cst.Comparison, cst.Raise, cst.Assert)) for n in self.stack[:-1])
+        return self.inside_prose > 0       # under a comparison, raise or assert
 
     # -- strings ---------------------------------------------------------------------------
     def is_string_expr(self, node) -> bool:
-        if isinstance(node, cst.SimpleString):
-            return "b" not in node.prefix.lower()
-        if isinstance(node, cst.ConcatenatedString):
-            return not isinstance(_evaluated(node), bytes)
-        if isinstance(node, cst.FormattedString):
+        t = type(node)
+        if t is ast.Constant:
+            return isinstance(node.value, str)
+        if t is ast.JoinedStr:
             return True
-        if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, cst.Add):
+        if t is ast.BinOp:
+            if type(node.op) is ast.Add:
                 return any(self.is_string_literal(o) for o in _add_operands(node))
-            if isinstance(node.operator, cst.Modulo):
+            if type(node.op) is ast.Mod:
                 return self.is_string_literal(node.left)
             return False
-        if isinstance(node, cst.Call):
-            return isinstance(node.func, cst.Attribute) and node.func.attr.value == "format" \
+        if t is ast.Call:
+            return isinstance(node.func, ast.Attribute) and node.func.attr == "format" \
                 and self.is_string_literal(node.func.value)
         return False
 
     def is_string_literal(self, node) -> bool:
-        return isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) \
-            and self.is_string_expr(node)
+        t = type(node)
+        return (t is ast.Constant and isinstance(node.value, str)) or t is ast.JoinedStr
+
+    def str_tokens(self, node) -> list[_Tok]:
+        toks = self.tokens.get(id(node))
+        if toks is None:
+            s, e = self.span(node)
+            toks = self.tokens[id(node)] = _string_tokens(self.text, s, e)
+        return toks
 
     def pieces(self, node) -> list[Lit | Dyn] | None:
         """The parts of a string expression; None when it cannot be read."""
-        if isinstance(node, cst.SimpleString):
-            if "b" in node.prefix.lower():
-                return None
-            s, _ = self.span(node)
-            base = s + len(node.prefix) + len(node.quote)
-            chars = decode_body(node.raw_value, base, "r" in node.prefix.lower(), False)
-            if chars is None or "".join(c for c, _, _ in chars) != _evaluated(node):
-                return None
-            return [Lit(chars)]
-        if isinstance(node, cst.ConcatenatedString):
-            left, right = self.pieces(node.left), self.pieces(node.right)
-            return None if left is None or right is None else left + right
-        if isinstance(node, cst.FormattedString):
+        t = type(node)
+        if t is ast.Constant or t is ast.JoinedStr:
+            if t is ast.Constant:
+                if not isinstance(node.value, str):
+                    return None
+                s, e = self.span(node)
+                q = self.text[s]
+                if q in "'\"" and e - s >= 2 and self.text[e - 1] == q and node.value == self.text[s + 1:e - 1] \
+                        and q not in node.value and "\\" not in node.value and "\r" not in node.value \
+                        and not (self.nul and "\x00" in node.value):
+                    # one plain literal without escapes: "--port"
+                    return [Lit([(c, i, i + 1) for i, c in enumerate(node.value, s + 1)])]
+            toks = self.str_tokens(node)
             out: list[Lit | Dyn] = []
-            is_raw = "r" in node.prefix.lower()
-            for part in node.parts:
-                if isinstance(part, cst.FormattedStringText):
-                    s, _ = self.span(part)
-                    chars = decode_body(part.value, s, is_raw, True)
+            text = self.text
+            for tok in toks:
+                prefix = tok.prefix.lower()
+                if tok.parts is None:
+                    if "b" in prefix:
+                        return None
+                    base = tok.start + len(tok.prefix) + len(tok.quote)
+                    chars = decode_body(text[base:tok.end - len(tok.quote)], base, "r" in prefix, False)
                     if chars is None:
                         return None
+                    if t is ast.JoinedStr or len(toks) == 1:
+                        value = node.value if t is ast.Constant else _literal(text[tok.start:tok.end])
+                        if "".join(c for c, _, _ in chars) != value or (self.nul and "\x00" in text[tok.start:tok.end]):
+                            return None
                     out.append(Lit(chars))
                 else:
-                    out.append(Dyn(self.code(part), self.span(part)))
+                    is_raw = "r" in prefix
+                    for kind, s, e in tok.parts:
+                        if kind == "text":
+                            chars = decode_body(text[s:e], s, is_raw, True)
+                            if chars is None:
+                                return None
+                            out.append(Lit(chars))
+                        else:
+                            out.append(Dyn(text[s:e], (s, e)))
+            if t is ast.Constant and len(toks) > 1:
+                joined = "".join(c for p in out for c, _, _ in p.chars)
+                if joined != node.value or (self.nul and "\x00" in self.code(node)):
+                    return None
             return out
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        if t is ast.BinOp and type(node.op) is ast.Add:
             out = []
             for operand in _add_operands(node):
                 if self.is_string_literal(operand):
@@ -486,10 +842,10 @@ class _Parser:
                 else:
                     out.append(Dyn("{" + self.code(operand) + "}", self.span(operand)))
             return out
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        if t is ast.BinOp and type(node.op) is ast.Mod:
             left = self.pieces(node.left)
             return None if left is None else _fields(left, PERCENT_FIELD_RE, {"%%": "%"})
-        if isinstance(node, cst.Call) and self.is_string_expr(node):
+        if t is ast.Call and self.is_string_expr(node):
             receiver = self.pieces(node.func.value)
             return None if receiver is None else _fields(receiver, FORMAT_FIELD_RE, {"{{": "{", "}}": "}"})
         return None
@@ -500,24 +856,29 @@ class _Parser:
         stack = [node]
         while stack:
             n = stack.pop()
-            if isinstance(n, cst.SimpleString):
-                s, e = self.span(n)
-                out.append((s + len(n.prefix) + len(n.quote), e - len(n.quote)))
-            elif isinstance(n, cst.FormattedString):
-                s, e = self.span(n)
-                out.append((s + len(n.start), e - len(n.end)))
-            elif isinstance(n, cst.ConcatenatedString):
-                stack += [n.left, n.right]
-            elif isinstance(n, cst.BinaryOperation):
-                stack += [n.left] if isinstance(n.operator, cst.Modulo) else [n.left, n.right]
-            elif isinstance(n, cst.Call):
-                stack.append(n.func.value)
+            t = type(n)
+            if t is ast.Constant and isinstance(n.value, (str, bytes)) or t is ast.JoinedStr:
+                for tok in self.str_tokens(n):
+                    out.append((tok.start + len(tok.prefix) + len(tok.quote), tok.end - len(tok.quote)))
+            elif t is ast.BinOp:
+                stack += [n.left] if type(n.op) is ast.Mod else [n.left, n.right]
+            elif t is ast.Call:
+                if isinstance(n.func, (ast.Attribute, ast.Subscript)):
+                    stack.append(n.func.value)
         return out
+
+    def const_str(self, node) -> str | None:
+        """The value of a str literal without f-string parts (libcst's evaluated_value)."""
+        if type(node) is ast.Constant and isinstance(node.value, str):
+            if self.nul and "\x00" in self.code(node):
+                return None
+            return node.value
+        return None
 
     # -- argv items -------------------------------------------------------------------------
     def elem_arg(self, node, splits: bool = False) -> Arg:
         span = self.span(node)
-        if isinstance(node, cst.StarredElement):
+        if isinstance(node, ast.Starred):
             return Arg(self.code(node), self.source, span, dynamic=True, splits=True)
         if self.is_string_expr(node):
             pieces = self.pieces(node)
@@ -529,23 +890,24 @@ class _Parser:
         dumped = self.json_dumps(node)
         if dumped is not None:
             return Arg(dumped, self.source, span)
-        if isinstance(node, (cst.Integer, cst.Float)) and not splits:
+        if type(node) is ast.Constant and type(node.value) in (int, float) and not splits:
             return Arg(self.code(node), self.source, span)
         return Arg(self.code(node), self.source, span, dynamic=True, splits=splits)
 
     def json_dumps(self, node) -> str | None:
         """`json.dumps(<literal>)`: the literal is read with ast.literal_eval, nothing runs."""
-        if not isinstance(node, cst.Call) or self.code(node.func).replace(" ", "") not in ("json.dumps", "dumps"):
+        if not isinstance(node, ast.Call) or self.code(node.func).replace(" ", "") not in ("json.dumps", "dumps"):
             return None
-        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+        args = _call_args(node)
+        if not args or args[0].keyword is not None or args[0].star:
             return None
         kwargs = {}
         try:
-            value = ast.literal_eval(self.code(node.args[0].value))
-            for arg in node.args[1:]:
-                if arg.keyword is None or arg.keyword.value not in JSON_DUMPS_KW:
+            value = ast.literal_eval(self.code(args[0].value))
+            for arg in args[1:]:
+                if arg.keyword is None or arg.keyword not in JSON_DUMPS_KW:
                     return None
-                kwargs[arg.keyword.value] = ast.literal_eval(self.code(arg.value))
+                kwargs[arg.keyword] = ast.literal_eval(self.code(arg.value))
             return json.dumps(value, **kwargs)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return None
@@ -553,10 +915,10 @@ class _Parser:
     # -- argv lists and their build-up -------------------------------------------------------
     def key_of(self, node) -> str | None:
         """`cmd`, `self.cmd`: a name a list can be built under."""
-        if isinstance(node, cst.Name):
-            return node.value
-        if isinstance(node, cst.Attribute) and self.key_of(node.value) is not None:
-            return self.key_of(node.value) + "." + node.attr.value
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute) and self.key_of(node.value) is not None:
+            return self.key_of(node.value) + "." + node.attr
         return None
 
     def find_chain(self, key: str | None) -> Chain | None:
@@ -577,21 +939,21 @@ class _Parser:
 
     def segs_of(self, node, owner: str, why: list[str]) -> tuple[list[Seg], bool]:
         """The contributions of an expression; bool: did it hold a list we can read?"""
-        if isinstance(node, (cst.List, cst.Tuple)):
+        if isinstance(node, (ast.List, ast.Tuple)):
             self.handled.add(id(node))
             segs: list[Seg] = []
             cur: list = []
-            for el in node.elements:
-                base = self.find_chain(self.key_of(el.value)) if isinstance(el, cst.StarredElement) else None
+            for el in node.elts:
+                base = self.find_chain(self.key_of(el.value)) if isinstance(el, ast.Starred) else None
                 if base is not None:
                     segs.append(Seg("list", node, cur, owner))
                     cur = []
                     self.inline(base, segs, why)
                 else:
-                    cur.append(el.value if isinstance(el, cst.Element) else el)
+                    cur.append(el)
             segs.append(Seg("list", node, cur, owner))
             return [s for s in segs if s.kind != "list" or s.elems or s is segs[-1]], True
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             self.handled.add(id(node))
             left, lok = self.segs_of(node.left, owner, why)
             right, rok = self.segs_of(node.right, owner, why)
@@ -605,15 +967,16 @@ class _Parser:
 
     def copied_name(self, node) -> str | None:
         """`cmd`, `list(cmd)`, `cmd.copy()`, `cmd[:]`: a copy of the named list."""
-        if isinstance(node, cst.Call):
-            if isinstance(node.func, cst.Name) and node.func.value in ("list", "tuple") and len(node.args) == 1:
-                return self.key_of(node.args[0].value)
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "copy" and not node.args:
+        if isinstance(node, ast.Call):
+            args = _call_args(node)
+            if isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple") and len(args) == 1:
+                return self.key_of(args[0].value)
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "copy" and not args:
                 return self.key_of(node.func.value)
             return None
-        if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-            sl = node.slice[0].slice
-            if isinstance(sl, cst.Slice) and sl.lower is None and sl.upper is None and sl.step is None:
+        if isinstance(node, ast.Subscript):
+            sl = node.slice
+            if isinstance(sl, ast.Slice) and sl.lower is None and sl.upper is None and sl.step is None:
                 return self.key_of(node.value)
             return None
         return self.key_of(node)
@@ -645,14 +1008,14 @@ class _Parser:
 
     def anonymous_chain(self, node) -> None:
         """A list literal or `+` of lists used in place (`Popen(["vllm", ...] + extra)`)."""
-        if isinstance(node, cst.BinaryOperation) and not (
-                isinstance(node.operator, cst.Add) and any(
-                    isinstance(o, (cst.List, cst.Tuple)) for o in _add_operands(node))):
+        if isinstance(node, ast.BinOp) and not (
+                isinstance(node.op, ast.Add) and any(
+                    isinstance(o, (ast.List, ast.Tuple)) for o in _add_operands(node))):
             return
-        if any(isinstance(n, cst.Comparison) for n in self.stack[:-1]):
+        if self.inside_compare:
             return
         parent = self.stack[-2] if len(self.stack) > 1 else None
-        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
             return                                  # `for word in ["vllm", "serve"]`
         why: list[str] = []
         segs, ok = self.segs_of(node, "", why)
@@ -667,8 +1030,7 @@ class _Parser:
         self.env_assign(node)
         if len(node.targets) != 1:
             return
-        target = node.targets[0].target
-        self.bind(target, node.value, node)
+        self.bind(node.targets[0], node.value, node)
 
     def visit_AnnAssign(self, node) -> None:
         if node.value is not None:
@@ -678,7 +1040,7 @@ class _Parser:
     def bind(self, target, value, stmt) -> None:
         key = self.key_of(target)
         if key is None:
-            if isinstance(target, cst.Subscript):
+            if isinstance(target, ast.Subscript):
                 chain = self.find_chain(self.key_of(target.value))
                 if chain is not None:
                     chain.unfollowable = chain.unfollowable or f"`{chain.key}` is changed by item assignment"
@@ -688,7 +1050,7 @@ class _Parser:
             self.scope.chains.pop(key, None)
             self.scope.strings[key] = value
         elif not ((self.find_chain(self.copied_name(value)) is not None
-                   or isinstance(value, (cst.List, cst.Tuple, cst.BinaryOperation)))
+                   or isinstance(value, (ast.List, ast.Tuple, ast.BinOp)))
                   and self.start_chain(key, value, stmt)):
             self.scope.chains.pop(key, None)      # rebound to something else: that list is done
 
@@ -698,26 +1060,28 @@ class _Parser:
         chain = self.scope.chains.get(key) if key else None
         if chain is None:
             return
-        if isinstance(node.operator, cst.AddAssign):
+        if isinstance(node.op, ast.Add):
             self.extend_chain(chain, node.value, f"+= {self.code(node.value)}")
         else:
             chain.unfollowable = chain.unfollowable or f"`{key}` is changed by {self.code(node)}"
 
-    def visit_Del(self, node) -> None:
-        target = node.target
-        if isinstance(target, cst.Subscript):
+    def visit_Delete(self, node) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0]
+        if isinstance(target, ast.Subscript):
             chain = self.find_chain(self.key_of(target.value))
             if chain is not None:
                 chain.unfollowable = chain.unfollowable or f"`{chain.key}` is changed by del"
 
     def list_method(self, node) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute):
+        if not isinstance(func, ast.Attribute):
             return
         chain = self.scope.chains.get(self.key_of(func.value) or "")
         if chain is None:
             return
-        method, args = func.attr.value, node.args
+        method, args = func.attr, _call_args(node)
         if method == "extend" and len(args) == 1 and not args[0].keyword:
             self.extend_chain(chain, args[0].value, self.code(node))
         elif method == "append" and len(args) == 1 and not args[0].keyword:
@@ -741,16 +1105,16 @@ class _Parser:
     def shell_call(self, node) -> None:
         func = self.code(node.func).replace(" ", "")
         shell = func in SHELL_FUNCS
+        args = _call_args(node)
         if not shell and (func.startswith("subprocess.") or func in SUBPROCESS_FUNCS) \
                 and func.rsplit(".", 1)[-1] in SUBPROCESS_FUNCS:
-            shell = any(a.keyword is not None and a.keyword.value == "shell" and self.code(a.value) == "True"
-                        for a in node.args)
+            shell = any(a.keyword == "shell" and self.code(a.value) == "True" for a in args)
         if not shell:
             return
-        command = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+        command = next((a.value for a in args if a.keyword is None and not a.star), None)
         if command is None:
-            command = next((a.value for a in node.args if a.keyword is not None
-                            and a.keyword.value in ("args", "cmd", "command")), None)
+            command = next((a.value for a in args if a.keyword is not None
+                            and a.keyword in ("args", "cmd", "command")), None)
         if command is None:
             return
         key = self.key_of(command)
@@ -777,30 +1141,55 @@ class _Parser:
             return True, "python env dict"
         return False, ""
 
-    def statement_of(self, expr_depth: int):
-        """(small statement, its line, its block) when stack[-expr_depth] is a whole statement."""
-        st = self.stack
-        if len(st) < expr_depth + 2:
-            return None
-        small, line, block = st[-expr_depth], st[-expr_depth - 1], st[-expr_depth - 2]
-        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            return None
-        return small, line, block
+    def statement_of(self, small, parent):
+        """(small statement, the statements of its line, is the line the body of a compound
+        statement written after its colon, the block holding it or None for the module)."""
+        if isinstance(parent, ast.Module):
+            block = parent.body
+        else:
+            block = next((getattr(parent, f) for f in _STMT_LISTS
+                          if any(s is small for s in getattr(parent, f, ()) or ())), None)
+            if block is None:
+                return None
+        idx = next(i for i, s in enumerate(block) if s is small)
+        text = self.text
+        lo = idx
+        while lo > 0 and _SEMI_GAP_RE.fullmatch(text, self.span(block[lo - 1])[1], self.span(block[lo])[0]):
+            lo -= 1
+        hi = idx
+        while hi + 1 < len(block) and _SEMI_GAP_RE.fullmatch(text, self.span(block[hi])[1],
+                                                             self.span(block[hi + 1])[0]):
+            hi += 1
+        suite = False
+        if lo == 0 and not isinstance(parent, ast.Module):
+            i = self.span(block[0])[0]
+            while True:
+                while i > 0 and text[i - 1] in " \t\f":
+                    i -= 1
+                if i > 1 and text[i - 1] in "\r\n":
+                    j = i - 1
+                    if text[j] == "\n" and j > 0 and text[j - 1] == "\r":
+                        j -= 1
+                    if j > 0 and text[j - 1] == "\\":
+                        i = j - 1
+                        continue
+                break
+            suite = i > 0 and text[i - 1] == ":"
+        return small, block[lo:hi + 1], suite, None if isinstance(parent, ast.Module) else block
 
     def remove_statement(self, where) -> list[Edit] | None:
         if where is None:
             return None
-        small, line, block = where
+        small, line, suite, block = where
         text, f = self.text, self.source
-        spans = [self.span(s) for s in line.body]
-        idx = next(i for i, s in enumerate(line.body) if s is small)
+        spans = [self.span(s) for s in line]
+        idx = next(i for i, s in enumerate(line) if s is small)
         s, e = spans[idx]
         if len(spans) > 1:
             if idx + 1 < len(spans):
                 return [Edit(f, s, spans[idx + 1][0], "")]
             return [Edit(f, spans[idx - 1][1], e, "")]
-        if isinstance(line, cst.SimpleStatementSuite) or (
-                isinstance(block, cst.IndentedBlock) and len(block.body) == 1):
+        if suite or (block is not None and len(block) == 1):
             return [Edit(f, s, e, "pass")]        # the block must keep a statement
         ls = self.line_start(s)
         if text[ls:s].strip():
@@ -810,6 +1199,11 @@ class _Parser:
             end = _skip(text, end + 1, " \t")
         end = self.after_line(end)
         return None if end is None else [Edit(f, ls, end, "")]
+
+    def quote_of(self, node) -> str | None:
+        if type(node) is ast.Constant and isinstance(node.value, (str, bytes)) or type(node) is ast.JoinedStr:
+            return self.str_tokens(node)[-1].quote[0]
+        return None
 
     def after_line(self, end: int) -> int | None:
         """From the end of an item: past a trailing comment and the line break; None when other
@@ -857,80 +1251,94 @@ class _Parser:
         self.env.append(EnvEntry(name, value, self.source, span, origin, removal))
 
     def literal_key(self, node) -> str | None:
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            value = _evaluated(node)
-            return value if isinstance(value, str) else None
-        return None
+        return self.const_str(node)
 
     def env_assign(self, node) -> None:
-        for t in node.targets:
-            target = t.target
-            if isinstance(target, cst.Subscript) and len(target.slice) == 1 \
-                    and isinstance(target.slice[0].slice, cst.Index):
+        for target in node.targets:
+            if isinstance(target, ast.Subscript):
                 ok, origin = self.is_env_target(target.value)
-                name = self.literal_key(target.slice[0].slice.value)
+                name = self.literal_key(target.slice)
                 if ok and name:
-                    removal = self.remove_statement(self.statement_of(1)) if len(node.targets) == 1 else None
+                    removal = self.remove_statement(self.statement_of(node, self.stack[-2])) \
+                        if len(node.targets) == 1 else None
                     self.add_env(name, node.value, self.span(node), origin, removal)
         if len(node.targets) == 1:
-            self.env_dict_binding(node.targets[0].target, node.value)
+            self.env_dict_binding(node.targets[0], node.value)
 
     def env_dict_binding(self, target, value) -> None:
-        if isinstance(target, cst.Name) and "env" in target.value.lower():
+        if isinstance(target, ast.Name) and "env" in target.id.lower():
             self.env_mapping(value, "python env dict")
 
     def env_augassign(self, node) -> None:
-        if isinstance(node.operator, cst.BitOrAssign) and self.is_env_target(node.target)[0]:
+        if isinstance(node.op, ast.BitOr) and self.is_env_target(node.target)[0]:
             self.env_mapping(node.value, self.is_env_target(node.target)[1])
 
     def env_mapping(self, value, origin: str) -> None:
         """A dict literal or `dict(..., X="v")` call: one entry per literal key."""
-        if isinstance(value, cst.Dict):
-            spans = [self.dict_elem_span(el) for el in value.elements]
-            for i, el in enumerate(value.elements):
-                if isinstance(el, cst.DictElement):
-                    name = self.literal_key(el.key)
+        if isinstance(value, ast.Dict):
+            spans = [self.dict_elem_span(k, v) for k, v in zip(value.keys, value.values)]
+            for i, (k, v) in enumerate(zip(value.keys, value.values)):
+                if k is not None:
+                    name = self.literal_key(k)
                     if name:
-                        self.add_env(name, el.value, spans[i], origin, self.remove_element(spans, i))
-        elif isinstance(value, cst.Call) and self.code(value.func) == "dict":
+                        self.add_env(name, v, spans[i], origin, self.remove_element(spans, i))
+        elif isinstance(value, ast.Call) and self.code(value.func) == "dict":
             self.env_kwargs(value, origin)
 
-    def dict_elem_span(self, el) -> tuple[int, int]:
-        if isinstance(el, cst.DictElement):
-            return self.span(el.key)[0], self.span(el.value)[1]
-        return self.span(el)
+    def dict_elem_span(self, key, value) -> tuple[int, int]:
+        if key is not None:
+            return self.span(key)[0], self.span(value)[1]
+        # `**x`: from the stars to the value's closing parentheses
+        text = self.text
+        s, e = self.span(value)
+        parens = 0
+        while True:
+            while s > 0 and text[s - 1] in " \t\f\r\n":
+                s -= 1
+            if text[s - 1] == "(":
+                s -= 1
+                parens += 1
+                continue
+            break
+        for _ in range(parens):
+            e = _GAP_RE.match(text, e).end() + 1
+        return s - 2, e
 
     def env_kwargs(self, call, origin: str) -> None:
-        spans = [self.span(a) for a in call.args]
-        for i, arg in enumerate(call.args):
+        args = _call_args(call)
+        spans = [self.span(a) for a in args]
+        for i, arg in enumerate(args):
             if arg.keyword is not None and not arg.star:
-                self.add_env(arg.keyword.value, arg.value, spans[i], origin, self.remove_element(spans, i))
+                self.add_env(arg.keyword, arg.value, spans[i], origin, self.remove_element(spans, i))
             elif i == 0 and not arg.star:
                 self.env_mapping(arg.value, origin)
 
     def env_call(self, node) -> None:
         func = node.func
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value == "env":
+        args = _call_args(node)
+        for arg in args:
+            if arg.keyword == "env":
                 self.env_mapping(arg.value, "python env= argument")
-        if self.code(func).replace(" ", "") == "os.putenv" and len(node.args) == 2:
-            name = self.literal_key(node.args[0].value)
+        if self.code(func).replace(" ", "") == "os.putenv" and len(args) == 2:
+            name = self.literal_key(args[0].value)
             if name:
-                where = self.statement_of(2) if isinstance(self.stack[-2], cst.Expr) else None
-                self.add_env(name, node.args[1].value, self.span(node), "python os.putenv",
+                where = self.statement_of(self.stack[-2], self.stack[-3]) \
+                    if isinstance(self.stack[-2], ast.Expr) else None
+                self.add_env(name, args[1].value, self.span(node), "python os.putenv",
                              self.remove_statement(where))
             return
-        if not isinstance(func, cst.Attribute):
+        if not isinstance(func, ast.Attribute):
             return
         ok, origin = self.is_env_target(func.value)
         if not ok:
             return
-        method = func.attr.value
-        if method == "setdefault" and len(node.args) == 2 and node.args[0].keyword is None:
-            name = self.literal_key(node.args[0].value)
+        method = func.attr
+        if method == "setdefault" and len(args) == 2 and args[0].keyword is None:
+            name = self.literal_key(args[0].value)
             if name:
-                where = self.statement_of(2) if isinstance(self.stack[-2], cst.Expr) else None
-                self.add_env(name, node.args[1].value, self.span(node), origin, self.remove_statement(where))
+                where = self.statement_of(self.stack[-2], self.stack[-3]) \
+                    if isinstance(self.stack[-2], ast.Expr) else None
+                self.add_env(name, args[1].value, self.span(node), origin, self.remove_statement(where))
         elif method == "update":
             self.env_kwargs(node, origin)
 
@@ -952,6 +1360,8 @@ class _Parser:
             if id(cand.node) in self.launch_elems:
                 continue
             if not cand.forced:
+                if not self.may_mention(cand.node):
+                    continue
                 pieces = self.pieces(cand.node)
                 value = "" if pieces is None else "".join(
                     "".join(c for c, _, _ in p.chars) if isinstance(p, Lit) else p.display for p in pieces)
@@ -966,6 +1376,26 @@ class _Parser:
                                  "comparison), not as commands")
         launches.sort(key=lambda l: l.span)
         self.pf.launches.extend(launches)
+
+    def may_mention(self, node) -> bool:
+        """Can the value of this string expression mention a launch? (A quick test before the
+        string is decoded: a marker is in its source or in its literals' values.)"""
+        if type(node) is ast.Constant:
+            return any(m in node.value for m in SHELL_MARKERS)
+        src = self.code(node)
+        if any(m in src for m in SHELL_MARKERS):
+            return True
+        values: list[str] = []
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            if type(n) is ast.Constant:
+                if isinstance(n.value, str):
+                    values.append(n.value)
+            else:
+                todo.extend(reversed(list(_children(n))))
+        joined = "".join(values)
+        return any(m in joined for m in SHELL_MARKERS)
 
     def chain_launch(self, chain: Chain) -> Launch | None:
         argv: list[Arg] = []
@@ -1003,7 +1433,7 @@ class _Parser:
         last = segs[-1]
         if last.kind == "opaque" or last.splits:
             return None, f"its argv ends in items known only at run time ({self.code(last.node)})"
-        if last.kind == "list" and last.elems and isinstance(last.elems[-1], cst.StarredElement):
+        if last.kind == "list" and last.elems and isinstance(last.elems[-1], ast.Starred):
             return None, f"its argv ends in {self.code(last.elems[-1])}"
         # the last list literal this list owns; items appended after it must not be a flag's value
         n_after = 0
@@ -1016,7 +1446,7 @@ class _Parser:
             return None, "no list literal to add an item to"
         if seg.owner != chain.key:
             return None, f"its argv ends with the items of `{seg.owner}`, which other launches may share"
-        if seg.elems[-1] is not _last_element_value(seg.node):
+        if seg.elems[-1] is not (seg.node.elts[-1] if seg.node.elts else None):
             return None, "its argv ends inside a list that is spliced with *"
         if n_after:
             before, after = argv[len(argv) - n_after - 1], argv[len(argv) - n_after]
@@ -1025,15 +1455,14 @@ class _Parser:
         return self.list_site(seg.node), None
 
     def list_site(self, node) -> AppendSite:
-        elems = [el.value if isinstance(el, cst.Element) else el for el in node.elements]
+        elems = node.elts
         quote = '"'
         for el in reversed(elems):
-            q = _quote_of(el)
+            q = self.quote_of(el)
             if q:
                 quote = q
                 break
-        s, e = self.span(node.elements[-1].value if isinstance(node.elements[-1], cst.Element)
-                         else node.elements[-1])
+        s, e = self.span(node.elts[-1])
         ls = self.line_start(s)
         indent = self.text[ls:s]
         if not indent.strip():             # one item per line: the new item gets its own
@@ -1107,6 +1536,34 @@ class _Parser:
         return launches
 
 
+_VISITS = {
+    ast.FunctionDef: (_Parser.visit_FunctionDef, _Parser.leave_FunctionDef),
+    ast.AsyncFunctionDef: (_Parser.visit_FunctionDef, _Parser.leave_FunctionDef),
+    ast.ClassDef: (_Parser.visit_ClassDef, _Parser.leave_ClassDef),
+    ast.For: (_Parser.visit_For, _Parser.leave_For),
+    ast.AsyncFor: (_Parser.visit_For, _Parser.leave_For),
+    ast.While: (_Parser.visit_For, _Parser.leave_For),
+    ast.ListComp: (_Parser.visit_For, _Parser.leave_For),
+    ast.SetComp: (_Parser.visit_For, _Parser.leave_For),
+    ast.GeneratorExp: (_Parser.visit_For, _Parser.leave_For),
+    ast.DictComp: (_Parser.visit_For, _Parser.leave_For),
+    ast.Assign: (_Parser.visit_Assign, None),
+    ast.AnnAssign: (_Parser.visit_AnnAssign, None),
+    ast.AugAssign: (_Parser.visit_AugAssign, None),
+    ast.Delete: (_Parser.visit_Delete, None),
+    ast.Call: (_Parser.visit_Call, None),
+}
+
+
+def _literal(code: str):
+    """ast.literal_eval of one literal token, or None when it cannot be read."""
+    try:
+        return ast.literal_eval(code)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+
 class _SpanFixer:
     """Brings spans that scan_shell computed back onto whole source characters (an escape such
     as \\" is one character of the command) and drops those that leave a string literal."""
@@ -1164,34 +1621,17 @@ def _skip(text: str, i: int, chars: str) -> int:
 
 
 def _add_operands(node) -> list:
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+    if type(node) is ast.BinOp and type(node.op) is ast.Add:
         return _add_operands(node.left) + _add_operands(node.right)
     return [node]
 
 
 def _last_name(func) -> str:
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
     return ""
-
-
-def _last_element_value(node):
-    if not node.elements:
-        return None
-    el = node.elements[-1]
-    return el.value if isinstance(el, cst.Element) else el
-
-
-def _quote_of(node) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        return node.quote[0]
-    if isinstance(node, cst.FormattedString):
-        return node.end[0]
-    if isinstance(node, cst.ConcatenatedString):
-        return _quote_of(node.right)
-    return None
 
 
 # -- the engine API (ast only) -----------------------------------------------------------------
@@ -1251,8 +1691,10 @@ def flag_keyword(token: str) -> str:
 
 
 class _EngineScan:
-    def __init__(self, source: SourceFile, tree: ast.Module, pf: ParsedFile, env: list[EnvEntry]):
+    def __init__(self, source: SourceFile, tree: ast.Module, pf: ParsedFile, env: list[EnvEntry],
+                 import_nodes: list | None = None):
         self.source, self.text, self.tree, self.pf, self.env = source, source.text, tree, pf, env
+        self.import_nodes = import_nodes     # the Import / ImportFrom nodes in ast.walk's order
         self.line_starts = [0] + [m.end() for m in LINE_RE.finditer(self.text)]
         self.ascii_lines: dict[int, bool] = {}
         self.names: dict[str, str] = {}       # local name -> what it is (LLM, AsyncEngineArgs, ...)
@@ -1284,7 +1726,8 @@ class _EngineScan:
 
     # what a name is
     def imports(self) -> None:
-        for node in ast.walk(self.tree):
+        nodes = self.import_nodes if self.import_nodes is not None else ast.walk(self.tree)
+        for node in nodes:
             if isinstance(node, ast.ImportFrom) and _vllm_module(node.module):
                 for a in node.names:
                     self.names[a.asname or a.name] = a.name
