@@ -182,6 +182,15 @@ def test_an_engine_error_that_is_not_json_keeps_its_status(caplog):
     assert r.status == 503 and r.json()["error"] == "overloaded"
 
 
+def test_a_large_answer_without_content_length_is_read_to_the_end(caplog):
+    content = "x" * 100_000
+    body = json.dumps({"id": "d", "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                               "finish_reason": "stop"}]}).encode()
+    reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n" + body
+    r, _, _ = run(_fault_case(reply)(caplog))
+    assert r.status == 200 and r.json()["choices"][0]["message"]["content"] == content
+
+
 def test_a_silent_decode_is_a_504_after_the_read_timeout(caplog):
     r, metrics, d = run(_fault_case(None, hang=True, limits=Limits(upstream_read_timeout_s=1.0))(caplog))
     assert r.status == 504 and r.json()["kind"] == "timeout"

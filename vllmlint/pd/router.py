@@ -171,7 +171,7 @@ class _Connection(RequestHandler):
         before = self._request_count
         super().data_received(data)
         # a request started but its headers are not complete: they have header_timeout
-        if self._header_handle is None and self._request_count == before and not self._request_in_progress \
+        if self._header_handle is None and self._request_count == before and not self._busy() \
                 and not self._force_close:
             self._arm()
 
@@ -181,13 +181,16 @@ class _Connection(RequestHandler):
             self._header_handle = None
         super().connection_lost(exc)
 
+    def _busy(self) -> bool:
+        return getattr(self, "_request_in_progress", False)
+
     def _arm(self) -> None:
         self._header_count = self._request_count
         self._header_handle = self._loop.call_later(self._header_timeout, self._header_deadline)
 
     def _header_deadline(self) -> None:
         self._header_handle = None
-        if self._force_close or self._request_in_progress or self._request_count != self._header_count:
+        if self._force_close or self._busy() or self._request_count != self._header_count:
             return
         if self._manager is not None:
             self._manager.timed_out += 1
@@ -291,8 +294,25 @@ class Router:
             self._session = None
 
     async def serve_forever(self) -> None:
+        """Until SIGTERM or SIGINT (where the loop can take signal handlers), or cancellation."""
+        import signal
+
         assert self._runner is not None
-        await asyncio.Event().wait()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        handled = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+                handled.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        try:
+            await stop.wait()
+            log.info("router: stopping; open requests get up to 5 s")
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
 
     # -- HTTP ----------------------------------------------------------------------------
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
