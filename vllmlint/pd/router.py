@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
 import dataclasses
 import gc
 import itertools
@@ -508,7 +507,7 @@ class Router:
             return Reply(status, p_resp, self._guard_header(decision))
 
         # decode -------------------------------------------------------------------------------
-        d_body = copy.deepcopy(base)
+        d_body = dict(base)   # top-level keys change; nested values are shared, never mutated
         d_body["stream"] = False
         d_body.pop("stream_options", None)
         p_kv = p_resp.get("kv_transfer_params") if isinstance(p_resp, dict) else None
@@ -563,7 +562,7 @@ class Router:
         return Reply(200, answer, headers_out)
 
     def _prefill_body(self, base: dict, reuse: dict | None, prompt_ids: list[int] | None) -> dict:
-        body = copy.deepcopy(base)
+        body = dict(base)   # top-level keys change; nested values are shared, never mutated
         body["stream"] = False
         body["max_tokens"] = 1
         for key in ("max_completion_tokens", "min_tokens", "stream_options", "return_token_ids"):
@@ -578,14 +577,14 @@ class Router:
         """The request's prompt token ids, from the render tier (or P's render endpoint)."""
         if not chat:
             prompt = base.get("prompt")
-            if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            if isinstance(prompt, list) and prompt and _all_ints(prompt):
                 return list(prompt)
         endpoint = "/v1/chat/completions/render" if chat else "/v1/completions/render"
         if self.render_url:
             url = self.render_url if "/render" in urlsplit(self.render_url).path else self.render_url + endpoint
         else:
             url = self.prefillers[0].url + endpoint
-        body = copy.deepcopy(base)
+        body = dict(base)   # top-level keys change; nested values are shared, never mutated
         body["stream"] = False
         body.pop("stream_options", None)
         try:
@@ -616,7 +615,7 @@ class Router:
         prompt = body.get("prompt")
         if isinstance(prompt, str):
             return True
-        return isinstance(prompt, list) and bool(prompt) and all(isinstance(t, int) for t in prompt)
+        return isinstance(prompt, list) and bool(prompt) and set(map(type, prompt)) <= {int, bool}
 
     @staticmethod
     def _guard_header(decision: Decision | None) -> dict[str, str]:
@@ -638,8 +637,13 @@ def _sse_error(message: str) -> bytes:
             + b"\n\ndata: [DONE]\n\n")
 
 
+def _all_ints(values: list) -> bool:
+    """Every item is an int (not a bool): at C speed, for lists of thousands of token ids."""
+    return set(map(type, values)) <= {int}
+
+
 def _int_list(value) -> list[int] | None:
-    if isinstance(value, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in value):
+    if isinstance(value, list) and _all_ints(value):
         return value
     return None
 
