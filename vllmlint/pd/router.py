@@ -422,7 +422,7 @@ class Router:
         cut off, a refused connection or a timeout raise UpstreamError (logged, counted)."""
         assert self._session is not None
         try:
-            async with self._session.post(url, data=json.dumps(body).encode(),
+            async with self._session.post(url, data=_dumps(body),
                                           headers={**headers, "content-type": "application/json"}) as r:
                 status = r.status
                 raw = await r.read()
@@ -626,8 +626,16 @@ class Router:
                                   "kind": err.kind}, self._guard_header(decision))
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
+def _dumps(obj: Any) -> bytes:
+    """Compact JSON (as FastAPI answers): token-id lists are a sixth shorter than with spaces."""
+    return _COMPACT.encode(obj).encode()
+
+
 def _json(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(body=json.dumps(obj).encode(), status=status,
+    return web.Response(body=_dumps(obj), status=status,
                         headers={"content-type": "application/json", **(headers or {})})
 
 
