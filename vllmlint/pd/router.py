@@ -325,7 +325,7 @@ class Router:
             resp = await self._dispatch(request)
             status = resp.status
             return resp
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ConnectionError):
             status = 499                          # the client went away; its upstream calls are cancelled
             self.metrics.client_errors["disconnected"] += 1
             log.info("router: client %s went away during %s %s; upstream calls cancelled", request.remote,
