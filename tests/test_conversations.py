@@ -14,7 +14,7 @@ import pytest
 from guard_sequences import encode, render
 from test_router import FakeEngine
 from vllmlint.pd import conversations as cv
-from vllmlint.pd import http11
+import httpkit
 from vllmlint.pd.router import Router
 
 
@@ -122,7 +122,7 @@ def test_the_ten_conversations_through_the_router(policy):
                     if i:
                         msgs = cv.next_messages(msgs, answer, turn)
                     body = conv.request(msgs, "qwen3") | {"temperature": 0, "conversation_id": conv.id}
-                    r = await http11.post_json(f"http://127.0.0.1:{router.port}/v1/chat/completions", body, timeout=10)
+                    r = await httpkit.post_json(f"http://127.0.0.1:{router.port}/v1/chat/completions", body, timeout=10)
                     assert r.status == 200, r.body
                     answer = r.json()["choices"][0]["message"]
                     decision = r.headers["x-vllmlint-guard"].split(";")[0]

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from guard_sequences import d_params, encode, render, sample
-from vllmlint.pd import http11
+import httpkit
 from vllmlint.cli import main as cli_main
 from vllmlint.pd.conversations import load
 from vllmlint.pd.replay import (EXIT_MISMATCH, EXIT_OK, EXIT_START, Replay, TurnResult, _Capture, compare,
@@ -148,8 +148,8 @@ class FakePD:
         self.fail_prefills = 0                # answer this many prefills 500 (a missed NIXL handshake)
 
     async def start(self):
-        self.p = await http11.Server(self.prefill).start("127.0.0.1", 0)
-        self.d = await http11.Server(self.decode).start("127.0.0.1", 0)
+        self.p = await httpkit.Server(self.prefill).start("127.0.0.1", 0)
+        self.d = await httpkit.Server(self.decode).start("127.0.0.1", 0)
         return self
 
     async def close(self):
@@ -159,17 +159,17 @@ class FakePD:
     async def prefill(self, req):
         body = req.json()
         if req.path.endswith("/render"):
-            return http11.Response.json({"token_ids": encode(render(body["messages"]))})
+            return httpkit.Response.json({"token_ids": encode(render(body["messages"]))})
         if self.fail_prefills:
             self.fail_prefills -= 1
-            return http11.Response.json({"error": "NIXL transfer failure: handshake_setup_failed"}, status=500)
+            return httpkit.Response.json({"error": "NIXL transfer failure: handshake_setup_failed"}, status=500)
         kv = body.get("kv_transfer_params") or {}
         prompt = encode(render(body["messages"]))
         stale = False
         if kv.get("remote_block_ids"):
             k = kv["remote_num_tokens"]
             stale = self.stored.get(kv["remote_request_id"], [])[:k] != prompt[:k]
-        return http11.Response.json({"choices": [{"message": {"content": "x"}}],
+        return httpkit.Response.json({"choices": [{"message": {"content": "x"}}],
                                      "kv_transfer_params": {"do_remote_prefill": True, "remote_block_ids": [[1]],
                                                             "remote_engine_id": "p", "remote_host": "h",
                                                             "remote_port": 1, "fake_stale": stale}})
@@ -190,7 +190,7 @@ class FakePD:
                   "finish_reason": "stop"}
         if body.get("return_token_ids"):
             choice["token_ids"] = output
-        return http11.Response.json({"choices": [choice], "prompt_token_ids": prompt,
+        return httpkit.Response.json({"choices": [choice], "prompt_token_ids": prompt,
                                      "usage": {"prompt_tokens": len(prompt)},
                                      "kv_transfer_params": d_params(prompt, output, remote_request_id=rid)})
 

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from guard_sequences import Q1, Q2, SYSTEM, d_params, encode, render, sample
-from vllmlint.pd import http11
+import httpkit
 from vllmlint.cli import main as cli_main
 from vllmlint.pd.router import Backend, Router, build_parser, router_from_args
 
@@ -31,38 +31,38 @@ class FakeEngine:
         self.render_status = render_status
         self.requests: list[tuple[str, dict]] = []
         self.fail_next_with_reuse = False
-        self.server: http11.Server | None = None
+        self.server: httpkit.Server | None = None
 
     @property
     def backend(self) -> Backend:
         return Backend("127.0.0.1", self.server.port)
 
     async def start(self) -> "FakeEngine":
-        self.server = await http11.Server(self.handle).start("127.0.0.1", 0)
+        self.server = await httpkit.Server(self.handle).start("127.0.0.1", 0)
         return self
 
-    async def handle(self, req: http11.Request) -> http11.Response:
+    async def handle(self, req: httpkit.Request) -> httpkit.Response:
         body = req.json() if req.body else None
         self.requests.append((req.path, body))
         if req.path == "/v1/models":
-            return http11.Response.json({"object": "list", "data": [{"id": "qwen3"}]})
+            return httpkit.Response.json({"object": "list", "data": [{"id": "qwen3"}]})
         if req.path.endswith("/render"):
             if self.render_status != 200:
-                return http11.Response.json({"detail": "Not Found"}, self.render_status)
+                return httpkit.Response.json({"detail": "Not Found"}, self.render_status)
             ids = encode(render(body["messages"]))
-            return http11.Response.json({"request_id": "chatcmpl-r", "token_ids": ids, "model": body.get("model"),
+            return httpkit.Response.json({"request_id": "chatcmpl-r", "token_ids": ids, "model": body.get("model"),
                                          "sampling_params": {"max_tokens": 16}, "stream": False})
         if body.get("stream"):
-            return http11.Response.json({"error": "the fake engines do not stream"}, 400)
+            return httpkit.Response.json({"error": "the fake engines do not stream"}, 400)
         if body.get("model") == "nope":
-            return http11.Response.json({"error": "model nope does not exist"}, 404)
+            return httpkit.Response.json({"error": "model nope does not exist"}, 404)
         kv = body.get("kv_transfer_params") or {}
         prompt = kv.get("prompt_token_ids") or encode(render(body["messages"]))
         if self.role == "prefill":
             if self.fail_next_with_reuse and kv.get("remote_block_ids"):
                 self.fail_next_with_reuse = False
-                return http11.Response.json({"error": "KV load failed"}, 500)
-            return http11.Response.json({
+                return httpkit.Response.json({"error": "KV load failed"}, 500)
+            return httpkit.Response.json({
                 "id": "chatcmpl-p", "object": "chat.completion", "model": body.get("model"),
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": "It"}, "finish_reason": "length"}],
                 "kv_transfer_params": {"do_remote_prefill": True, "do_remote_decode": False,
@@ -78,7 +78,7 @@ class FakeEngine:
         if body.get("return_token_ids"):
             resp["prompt_token_ids"] = prompt
             choice["token_ids"] = output
-        return http11.Response.json(resp)
+        return httpkit.Response.json(resp)
 
     def calls(self, suffix: str = "/v1/chat/completions") -> list[dict]:
         return [b for p, b in self.requests if p == suffix]
@@ -99,8 +99,8 @@ async def _close(*things):
             await (t.close() if isinstance(t, Router) else t.server.close())
 
 
-async def _chat(router: Router, body: dict, headers: dict | None = None) -> http11.ClientResponse:
-    return await http11.post_json(f"http://127.0.0.1:{router.port}/v1/chat/completions", body, headers, timeout=10)
+async def _chat(router: Router, body: dict, headers: dict | None = None) -> httpkit.ClientResponse:
+    return await httpkit.post_json(f"http://127.0.0.1:{router.port}/v1/chat/completions", body, headers, timeout=10)
 
 
 def run(coro):
@@ -325,7 +325,7 @@ def test_upstream_errors_are_passed_through_and_unreachable_is_502():
             await d.server.close()
             gone = await _chat(router, {"model": "qwen3", "messages": [SYSTEM, Q1]})
             assert gone.status == 502 and "decoder" in gone.json()["error"]
-            notfound = await http11.request("GET", f"http://127.0.0.1:{router.port}/nope")
+            notfound = await httpkit.request("GET", f"http://127.0.0.1:{router.port}/nope")
             assert notfound.status == 404
         finally:
             await _close(p, router)
@@ -336,9 +336,9 @@ def test_health_and_models():
     async def go():
         p, d, _, router = await _stack([])
         try:
-            h = await http11.request("GET", f"http://127.0.0.1:{router.port}/health")
+            h = await httpkit.request("GET", f"http://127.0.0.1:{router.port}/health")
             assert h.status == 200 and h.json()["policy"] == "guarded"
-            m = await http11.request("GET", f"http://127.0.0.1:{router.port}/v1/models")
+            m = await httpkit.request("GET", f"http://127.0.0.1:{router.port}/v1/models")
             assert m.json()["data"][0]["id"] == "qwen3"
         finally:
             await _close(p, d, router)

@@ -55,15 +55,24 @@ def _codes(values: tuple[str, ...]) -> list[str]:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
+# Short-lived sub-commands that build many small, acyclic objects and exit.
+LINT_COMMANDS = frozenset({"check", "launches", "rules", "rule", "migrate"})
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="vllmlint")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Lint and migrate vLLM deployment configs (Dockerfile, compose, Kubernetes, shell, Python)."""
     import gc
 
-    # A short-lived process that builds many small, acyclic objects: the cyclic collector only
-    # costs time here (bench: -20 to -40% CPU). Memory is returned when the process exits.
-    gc.disable()
+    # Lint commands: the cyclic collector only costs time (bench: -20 to -40% CPU) and memory is
+    # returned when the process exits. Long-running ones (router, replay, verify) keep it on:
+    # with it off, the router's memory grew without bound (bench/router.md).
+    if ctx.invoked_subcommand in LINT_COMMANDS:
+        gc.disable()
+    else:
+        gc.enable()
 
 
 FORMATS = ["text", "json", "sarif", "github", "gitlab"]
@@ -764,7 +773,10 @@ def catalogue_diff(a, b, fmt):
 def router(args):
     """Guarded P/D router for bidirectional KV transfer (drop-in for vLLM's
     disagg_proxy_multiturn.py); `vllmlint router --help` lists its options."""
-    from .pd.router import main as router_main
+    try:
+        from .pd.router import main as router_main
+    except ImportError as err:
+        raise click.ClickException(f"`vllmlint router` needs aiohttp: pip install 'vllmlint[router]' ({err})")
 
     sys.exit(router_main(list(args)))
 

@@ -25,7 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from . import http11
+import aiohttp
+
 from .conversations import Conversation, expected_guard, load, next_messages
 
 MODES = ("a", "b", "c")
@@ -297,6 +298,14 @@ class _Capture(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+async def _post_json(url: str, body: dict, timeout: float) -> tuple[int, dict[str, str], Any]:
+    """One POST through the router: (status, lower-case headers, parsed JSON)."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+        async with session.post(url, json=body) as r:
+            raw = await r.read()
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, json.loads(raw)
+
+
 async def _start_router(dep, policy: str, timeout: float):
     """An in-process `vllmlint.router.Router` with `policy` in front of `dep`, on a free
     127.0.0.1 port: (router, its chat completions URL)."""
@@ -337,13 +346,11 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
                 turns_before = len(router.turns)
                 t0 = time.monotonic()
                 try:
-                    r = await http11.post_json(url, body, {}, timeout)
-                    tr.status = r.status
-                    tr.guard = r.headers.get("x-vllmlint-guard")
-                    data = r.json()
-                    if r.status != 200:
+                    tr.status, headers, data = await _post_json(url, body, timeout)
+                    tr.guard = headers.get("x-vllmlint-guard")
+                    if tr.status != 200:
                         tr.error = json.dumps(data)[:300]
-                except (OSError, asyncio.TimeoutError, ValueError, http11.HTTPError) as err:
+                except (OSError, asyncio.TimeoutError, ValueError, aiohttp.ClientError) as err:
                     tr.error = f"{type(err).__name__}: {err}"
                     data = None
                 tr.seconds = time.monotonic() - t0
@@ -408,9 +415,8 @@ async def warm_up(dep, bidirectional: bool, timeout: float, echo=None) -> list[s
                         "conversation_id": cid, "cache_salt": f"vllmlint-warm-up-{secrets.token_hex(4)}"}
                 t0 = time.monotonic()
                 try:
-                    r = await http11.post_json(url, body, {}, timeout)
-                    status, data = r.status, r.json()
-                except (OSError, asyncio.TimeoutError, ValueError, http11.HTTPError) as err:
+                    status, _, data = await _post_json(url, body, timeout)
+                except (OSError, asyncio.TimeoutError, ValueError, aiohttp.ClientError) as err:
                     status, data = 0, {"error": f"{type(err).__name__}: {err}"}
                 retried = bool(router.turns) and router.turns[-1].retried_without_reuse
                 ok = status == 200 and not (n == 2 and retried)

@@ -25,13 +25,20 @@ Requests without a conversation id, with several choices (`n > 1`) or with non-t
 reuse and record nothing. If P fails while reused blocks were attached, the request is retried
 once without them. Each response carries `X-Vllmlint-Guard: hit|miss; reason=...`.
 
-No vLLM import and no third-party dependency: asyncio and `vllmlint.http11`.
+HTTP is aiohttp (the `router` extra): its server (C parser, llhttp) for clients, one pooled
+`ClientSession` for the engines. Limits (`Limits`, each a flag): a client has `--client-timeout`
+to send its headers and its body, `--keepalive-timeout` idle between requests, at most
+`--max-connections` are open (more get a 503 and a close), a client that goes away cancels its
+upstream calls; upstream calls have separate connect, read and total timeouts. Every upstream
+failure is answered 502 (unreachable, cut off, not JSON) or 504 (timed out) with a JSON error and
+a log line. `GET /metrics` is Prometheus text. No vLLM import.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
+import dataclasses
+import gc
 import itertools
 import json
 import logging
@@ -41,11 +48,15 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from . import http11
+import aiohttp
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+
 from .guard import DEFAULT_TTL_S, ContinuationGuard, Decision, NoReuse, UnguardedReuse
+from .metrics import RouterMetrics
 
 log = logging.getLogger("vllmlint.router")
 
@@ -54,6 +65,25 @@ FRESH_PREFILL_PARAMS = {"do_remote_decode": True, "do_remote_prefill": False, "r
                         "remote_block_ids": None, "remote_host": None, "remote_port": None}
 TEXT_PARTS = {"text", "input_text", "output_text", "refusal", "thinking", "reasoning"}
 POLICIES = ("guarded", "unguarded", "none")
+COMPLETION_PATHS = ("/v1/chat/completions", "/v1/completions")
+MAX_CONVERSATION_ID = 512                     # characters: the id is a key the guard keeps
+MAX_STORED_PARAMS_BYTES = 256 * 1024          # D's kv_transfer_params (block ids) kept per conversation
+DEFAULT_GUARD_MAX_TOKENS = 16_000_000         # 64 MB of token ids
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Client-side and upstream limits; every field is a command-line flag (defaults here)."""
+
+    client_timeout_s: float = 30.0            # to send the request headers, then again the body
+    keepalive_timeout_s: float = 15.0         # idle client connection between requests
+    max_connections: int = 1024               # open client connections; more get 503 + close
+    max_body_bytes: int = 64 * 1024 * 1024    # request body; more is a 413
+    upstream_connect_timeout_s: float | None = 10.0
+    upstream_read_timeout_s: float | None = 600.0   # between two reads of one upstream answer
+    upstream_timeout_s: float | None = 600.0        # one upstream call, connect to last byte
+    upstream_max_connections: int = 1024      # pooled connections to all engines together
+    upstream_keepalive_s: float = 4.0         # below uvicorn's 5 s (vLLM's servers): no reuse of a closed socket
 
 
 @dataclass(frozen=True)
@@ -75,11 +105,12 @@ class Backend:
 
 @dataclass
 class Turn:
-    """What the router did for one request (kept in `Router.turns` for replay and tests)."""
+    """What the router did for one request (the last `turn_history` are kept in `Router.turns`
+    for replay and tests). Fixed size: the decision without its parameters, no token ids."""
 
     conversation_id: str
     decision: Decision | None
-    prompt_ids: list[int] | None          # the rendered ids the guard checked
+    prompt_tokens: int | None             # length of the rendered prompt the guard checked
     recorded: bool
     prefill: Backend | None
     decode: Backend | None
@@ -88,18 +119,110 @@ class Turn:
     decode_ms: float = 0.0
 
 
+@dataclass
+class Reply:
+    """The answer to one completion request, before it is written: JSON, or `sse` events."""
+
+    status: int
+    body: Any
+    headers: dict[str, str]
+    sse: Iterator[bytes] | None = None
+
+
+class UpstreamError(Exception):
+    """A call to an engine that gave no usable answer: `status` is what the client gets (502/504),
+    `kind` the metric label (connect, timeout, disconnected, payload, invalid-json, error)."""
+
+    def __init__(self, status: int, kind: str, message: str):
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+# -- the server: aiohttp's low-level server with a header deadline and a connection cap ------------
+
+_REJECT = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+           b"content-length: 44\r\n\r\n" + b'{"error": "too many connections, try again"}')
+
+
+class _Connection(RequestHandler):
+    """aiohttp's per-connection protocol plus two limits it lacks: the request headers must
+    arrive within `header_timeout` (a client that opens a connection or starts a request and
+    stalls is closed), and a connection beyond the server's `max_connections` gets a 503."""
+
+    def __init__(self, manager: "_Server", *, header_timeout: float, **kwargs):
+        super().__init__(manager, **kwargs)
+        self._header_timeout = header_timeout
+        self._header_handle: asyncio.TimerHandle | None = None
+        self._header_count = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        manager = self._manager
+        if len(manager._connections) >= manager.max_connections:
+            manager.rejected += 1
+            self._manager = None                  # connection_lost: nothing to undo
+            transport.write(_REJECT)              # type: ignore[attr-defined]
+            transport.close()
+            return
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        before = self._request_count
+        super().data_received(data)
+        # a request started but its headers are not complete: they have header_timeout
+        if self._header_handle is None and self._request_count == before and not self._busy() \
+                and not self._force_close:
+            self._arm()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self._header_handle is not None:
+            self._header_handle.cancel()
+            self._header_handle = None
+        super().connection_lost(exc)
+
+    def _busy(self) -> bool:
+        return getattr(self, "_request_in_progress", False)
+
+    def _arm(self) -> None:
+        self._header_count = self._request_count
+        self._header_handle = self._loop.call_later(self._header_timeout, self._header_deadline)
+
+    def _header_deadline(self) -> None:
+        self._header_handle = None
+        if self._force_close or self._busy() or self._request_count != self._header_count:
+            return
+        if self._manager is not None:
+            self._manager.timed_out += 1
+        self.force_close()
+
+
+class _Server(web.Server):
+    def __init__(self, handler, *, max_connections: int, header_timeout: float, **kwargs):
+        super().__init__(handler, **kwargs)
+        self.max_connections = max_connections
+        self.header_timeout = header_timeout
+        self.rejected = 0
+        self.timed_out = 0
+
+    def __call__(self) -> RequestHandler:
+        return _Connection(self, loop=self._loop, header_timeout=self.header_timeout, **self._kwargs)
+
+
 class Router:
     """The router as an object: `await Router(...).start(host, port)`, `await router.close()`.
 
     `policy` selects what happens between turns: "guarded" (the default: the token-id guard),
     "unguarded" (reuse by conversation id like the reference proxy: replay only), "none".
+    `timeout_s` is the total per upstream call (None: no total); `limits` the rest.
     """
 
     def __init__(self, prefillers: Sequence[Backend], decoders: Sequence[Backend], *,
                  render_url: str | None = None, policy: str = "guarded",
                  guard: Any = None, guard_ttl_s: float = DEFAULT_TTL_S, max_conversations: int = 4096,
+                 guard_max_tokens: int = DEFAULT_GUARD_MAX_TOKENS,
                  pin_token_ids: bool = True, rewrite_remote_host: bool = True,
-                 timeout_s: float | None = 600.0, api_key: str | None = None):
+                 timeout_s: float | None = 600.0, api_key: str | None = None,
+                 limits: Limits | None = None, turn_history: int = 1000):
         if not prefillers or not decoders:
             raise ValueError("at least one prefiller and one decoder")
         if policy not in POLICIES:
@@ -108,55 +231,172 @@ class Router:
         self.render_url = render_url.rstrip("/") if render_url else None
         self.policy = policy
         if guard is None:
-            guard = (ContinuationGuard(ttl_s=guard_ttl_s, max_conversations=max_conversations)
+            guard = (ContinuationGuard(ttl_s=guard_ttl_s, max_conversations=max_conversations,
+                                       max_tokens=guard_max_tokens)
                      if policy == "guarded" else UnguardedReuse() if policy == "unguarded" else NoReuse())
         self.guard = guard
         self.pin_token_ids = pin_token_ids
         self.rewrite_remote_host = rewrite_remote_host
+        limits = limits or Limits()
+        self.limits = dataclasses.replace(limits, upstream_timeout_s=timeout_s)
         self.timeout_s = timeout_s
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._p = itertools.cycle(self.prefillers)
         self._d = itertools.cycle(self.decoders)
-        self.turns: deque[Turn] = deque(maxlen=1000)
-        self._server: http11.Server | None = None
+        self.turns: deque[Turn] = deque(maxlen=turn_history)
+        self.metrics = RouterMetrics()
+        self._server: _Server | None = None
+        self._runner: web.ServerRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._port = 0
         self._render_warned = False
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> "Router":
-        self._server = await http11.Server(self.handle).start(host, port)
-        log.info("router: listening on %s:%d, %d prefill, %d decode, policy=%s, render=%s",
-                 host, self._server.port, len(self.prefillers), len(self.decoders), self.policy,
+        lim = self.limits
+        loop = asyncio.get_running_loop()
+
+        def make_request(message, payload, protocol, writer, task):
+            return web.BaseRequest(message, payload, protocol, writer, task, loop,
+                                   client_max_size=lim.max_body_bytes)
+
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=lim.upstream_max_connections, limit_per_host=0,
+                                           keepalive_timeout=lim.upstream_keepalive_s),
+            timeout=aiohttp.ClientTimeout(total=lim.upstream_timeout_s, connect=lim.upstream_connect_timeout_s,
+                                          sock_read=lim.upstream_read_timeout_s),
+            trust_env=False, auto_decompress=True)
+        self._server = _Server(self.handle, request_factory=make_request, handler_cancellation=True,
+                               max_connections=lim.max_connections, header_timeout=lim.client_timeout_s,
+                               keepalive_timeout=lim.keepalive_timeout_s, access_log=None,
+                               max_line_size=16 * 1024, max_field_size=16 * 1024, lingering_time=1.0)
+        self._runner = web.ServerRunner(self._server, handle_signals=False, shutdown_timeout=5.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, backlog=1024, reuse_address=True)
+        await site.start()
+        self._port = site._server.sockets[0].getsockname()[1]   # type: ignore[union-attr]
+        log.info("router: listening on %s:%d, %d prefill, %d decode, policy=%s, render=%s", host, self._port,
+                 len(self.prefillers), len(self.decoders), self.policy,
                  self.render_url or "prefiller /v1/*/render")
         return self
 
     @property
     def port(self) -> int:
-        return self._server.port if self._server else 0
+        return self._port
 
     async def close(self) -> None:
-        if self._server is not None:
-            await self._server.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def serve_forever(self) -> None:
-        assert self._server is not None
-        await self._server.serve_forever()
+        """Until SIGTERM or SIGINT (where the loop can take signal handlers), or cancellation."""
+        import signal
+
+        assert self._runner is not None
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        handled = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+                handled.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        try:
+            await stop.wait()
+            log.info("router: stopping; open requests get up to 5 s")
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
 
     # -- HTTP ----------------------------------------------------------------------------
-    async def handle(self, req: http11.Request) -> http11.Response:
-        if req.method == "GET" and req.path in ("/health", "/healthz"):
-            return http11.Response.json({"status": "ok", "policy": self.policy, "guard": self.guard.stats()})
-        if req.method == "GET" and req.path == "/v1/models":
-            return await self._forward_get(self.decoders[0], req)
-        if req.path in ("/v1/chat/completions", "/v1/completions"):
-            if req.method != "POST":
-                return http11.Response.json({"error": "method not allowed"}, 405)
-            body = req.json()
-            if not isinstance(body, dict):
-                return http11.Response.json({"error": "the body must be a JSON object"}, 400)
-            return await self.complete(req.path, body, req.headers)
-        return http11.Response.json({"error": f"not found: {req.path}"}, 404)
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        t0 = time.monotonic()
+        path = request.path
+        label = path if path in COMPLETION_PATHS or path in ("/health", "/healthz", "/v1/models", "/metrics") \
+            else "other"
+        status = 500
+        self.metrics.in_flight += 1
+        try:
+            resp = await self._dispatch(request)
+            status = resp.status
+            return resp
+        except (asyncio.CancelledError, ConnectionError):
+            status = 499                          # the client went away; its upstream calls are cancelled
+            self.metrics.client_errors["disconnected"] += 1
+            log.info("router: client %s went away during %s %s; upstream calls cancelled", request.remote,
+                     request.method, path)
+            raise
+        except Exception:                         # noqa: BLE001 - answered 500, logged with the trace
+            log.exception("router: %s %s failed", request.method, path)
+            return _json({"error": "internal error in the router"}, 500)
+        finally:
+            self.metrics.in_flight -= 1
+            self.metrics.observe_request(label, status, time.monotonic() - t0)
 
-    def _headers(self, client: dict[str, str], request_id: str) -> dict[str, str]:
+    async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        method, path = request.method, request.path
+        if method == "GET" and path in ("/health", "/healthz"):
+            return _json({"status": "ok", "policy": self.policy, "guard": self.guard.stats()})
+        if method == "GET" and path == "/metrics":
+            server = self._server
+            if server is not None and server.timed_out:
+                self.metrics.client_errors["header-timeout"] = server.timed_out
+            text = self.metrics.render(getattr(self.guard, "counts", {}), self.guard.stats(),
+                                       len(server._connections) if server else 0, server.rejected if server else 0)
+            return web.Response(body=text.encode(), headers={"content-type": "text/plain; version=0.0.4; charset=utf-8"})
+        if method == "GET" and path == "/v1/models":
+            return await self._forward_get(self.decoders[0], request)
+        if path in COMPLETION_PATHS:
+            if method != "POST":
+                return _json({"error": "method not allowed"}, 405)
+            try:
+                raw = await asyncio.wait_for(request.read(), self.limits.client_timeout_s)
+            except asyncio.TimeoutError:
+                self.metrics.client_errors["body-timeout"] += 1
+                log.warning("router: client %s did not send its body within %.0fs", request.remote,
+                            self.limits.client_timeout_s)
+                resp = _json({"error": f"request body not received within {self.limits.client_timeout_s:g}s"}, 408)
+                resp.force_close()
+                return resp
+            except web.HTTPException as err:      # 413 from client_max_size
+                self.metrics.client_errors["body-too-large"] += 1
+                resp = _json({"error": err.reason}, err.status)
+                resp.force_close()
+                return resp
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError as err:
+                return _json({"error": f"invalid JSON body: {err}"}, 400)
+            if not isinstance(body, dict):
+                return _json({"error": "the body must be a JSON object"}, 400)
+            reply = await self.complete(path, body, request.headers)
+            return await self._write(request, reply)
+        return _json({"error": f"not found: {path}"}, 404)
+
+    async def _write(self, request: web.BaseRequest, reply: Reply) -> web.StreamResponse:
+        if reply.sse is None:
+            return _json(reply.body, reply.status, reply.headers)
+        resp = web.StreamResponse(status=reply.status, headers={
+            "content-type": "text/event-stream", "cache-control": "no-cache", **reply.headers})
+        await resp.prepare(request)
+        try:
+            for event in reply.sse:
+                await resp.write(event)
+        except (ConnectionError, asyncio.CancelledError):
+            raise
+        except Exception as err:                  # noqa: BLE001 - the stream is cut: say so in it
+            log.error("router: the event stream broke after it started: %s: %s", type(err).__name__, err)
+            self.metrics.upstream_error("stream", type(err).__name__)
+            await resp.write(_sse_error(f"the router's event stream broke: {type(err).__name__}: {err}"))
+        await resp.write_eof()
+        return resp
+
+    def _headers(self, client: Mapping[str, str], request_id: str) -> dict[str, str]:
         h = {"x-request-id": request_id}
         if self.api_key:
             h["authorization"] = f"Bearer {self.api_key}"
@@ -164,28 +404,67 @@ class Router:
             h["authorization"] = client["authorization"]
         return h
 
-    async def _forward_get(self, backend: Backend, req: http11.Request) -> http11.Response:
+    async def _forward_get(self, backend: Backend, request: web.BaseRequest) -> web.StreamResponse:
+        assert self._session is not None
+        url = backend.url + request.path
         try:
-            r = await http11.request("GET", backend.url + req.path, headers=self._headers(req.headers, "models"),
-                                     timeout=self.timeout_s)
-        except (OSError, asyncio.TimeoutError) as err:
-            return http11.Response.json({"error": f"decoder unreachable: {err}"}, 502)
-        return http11.Response(r.status, r.body, {"content-type": r.headers.get("content-type", "application/json")})
+            async with self._session.get(url, headers=self._headers(request.headers, "models")) as r:
+                data = await r.read()
+                ctype = r.headers.get("content-type", "application/json")
+                status = r.status
+        except Exception as err:                  # noqa: BLE001 - classified below
+            e = self._classify("models", url, err)
+            return _json({"error": f"decoder {backend.url}: {e}"}, e.status)
+        return web.Response(body=data, status=status, headers={"content-type": ctype})
 
-    async def _post(self, url: str, body: dict, headers: dict[str, str]) -> tuple[int, Any]:
-        r = await http11.post_json(url, body, headers, self.timeout_s)
+    async def _post(self, url: str, body: dict, headers: dict[str, str], upstream: str) -> tuple[int, Any]:
+        """POST JSON to an engine: (status, parsed JSON). A 2xx whose body is not JSON, a reply
+        cut off, a refused connection or a timeout raise UpstreamError (logged, counted)."""
+        assert self._session is not None
         try:
-            return r.status, r.json()
+            async with self._session.post(url, data=_dumps(body),
+                                          headers={**headers, "content-type": "application/json"}) as r:
+                status = r.status
+                raw = await r.read()
+        except Exception as err:                  # noqa: BLE001 - classified below
+            raise self._classify(upstream, url, err) from None
+        try:
+            return status, json.loads(raw)
         except ValueError:
-            return r.status, {"error": r.body.decode("utf-8", "replace")[:2000]}
+            if status < 400:
+                self.metrics.upstream_error(upstream, "invalid-json")
+                log.error("router: %s %s answered %d with a body that is not JSON (%d bytes: %r)", upstream, url,
+                          status, len(raw), raw[:80])
+                raise UpstreamError(502, "invalid-json",
+                                    f"answered {status} with a body that is not JSON ({len(raw)} bytes)") from None
+            return status, {"error": raw.decode("utf-8", "replace")[:2000]}
+
+    def _classify(self, upstream: str, url: str, err: BaseException) -> UpstreamError:
+        if isinstance(err, asyncio.TimeoutError):
+            kind = "connect-timeout" if isinstance(err, aiohttp.ConnectionTimeoutError) else "timeout"
+            status = 504
+        elif isinstance(err, aiohttp.ClientConnectorError):
+            kind, status = "connect", 502
+        elif isinstance(err, aiohttp.ClientPayloadError):
+            kind, status = "payload", 502         # the body was cut off (closed mid-body, bad chunking)
+        elif isinstance(err, aiohttp.ServerDisconnectedError):
+            kind, status = "disconnected", 502
+        else:
+            kind, status = "error", 502
+        text = str(err) or type(err).__name__
+        self.metrics.upstream_error(upstream, kind)
+        log.error("router: %s %s failed (%s): %s", upstream, url, kind, text)
+        return UpstreamError(status, kind, f"{kind}: {text}")
 
     # -- the request flow ------------------------------------------------------------------
-    async def complete(self, path: str, body: dict, client_headers: dict[str, str]) -> http11.Response:
+    async def complete(self, path: str, body: dict, client_headers: Mapping[str, str]) -> Reply:
         chat = path == "/v1/chat/completions"
         request_id = str(uuid.uuid4())
         headers = self._headers(client_headers, request_id)
         conv = body.get("conversation_id") or client_headers.get("x-conversation-id") or ""
         conv = str(conv) if conv else ""
+        if len(conv) > MAX_CONVERSATION_ID:
+            return Reply(400, {"error": f"conversation_id longer than {MAX_CONVERSATION_ID} characters"}, {})
         base = {k: v for k, v in body.items() if k not in ROUTER_FIELDS}
         base.pop("kv_transfer_params", None)
         wants_stream = bool(base.get("stream"))
@@ -204,28 +483,31 @@ class Router:
             log.info("router: conversation=%s not guarded (n>1, media or batched prompt): no reuse", conv)
 
         prefill, decode = next(self._p), next(self._d)
-        turn = Turn(conv, decision, prompt_ids, False, prefill, decode)
+        turn = Turn(conv, dataclasses.replace(decision, kv_transfer_params=None) if decision else None,
+                    len(prompt_ids) if prompt_ids is not None else None, False, prefill, decode)
         self.turns.append(turn)
 
         # prefill ----------------------------------------------------------------------------
         reuse = decision.kv_transfer_params if decision is not None and decision.hit else None
         t0 = time.monotonic()
         try:
-            status, p_resp = await self._post(prefill.url + path, self._prefill_body(base, reuse, prompt_ids), headers)
+            status, p_resp = await self._post(prefill.url + path, self._prefill_body(base, reuse, prompt_ids),
+                                              headers, "prefill")
             if status >= 400 and reuse is not None:
                 log.warning("router: conversation=%s prefill answered %d with reused blocks attached; "
                             "retrying without them", conv, status)
                 turn.retried_without_reuse = True
                 status, p_resp = await self._post(prefill.url + path, self._prefill_body(base, None, prompt_ids),
-                                                  headers)
-        except (OSError, asyncio.TimeoutError, http11.HTTPError, ValueError) as err:
+                                                  headers, "prefill")
+        except UpstreamError as err:
             return self._upstream_error("prefiller", prefill, err, decision)
         turn.prefill_ms = (time.monotonic() - t0) * 1000
         if status >= 400:
-            return http11.Response.json(p_resp, status, self._guard_header(decision))
+            self.metrics.upstream_error("prefill", f"status-{status // 100}xx")
+            return Reply(status, p_resp, self._guard_header(decision))
 
         # decode -------------------------------------------------------------------------------
-        d_body = copy.deepcopy(base)
+        d_body = dict(base)   # top-level keys change; nested values are shared, never mutated
         d_body["stream"] = False
         d_body.pop("stream_options", None)
         p_kv = p_resp.get("kv_transfer_params") if isinstance(p_resp, dict) else None
@@ -242,18 +524,30 @@ class Router:
             d_body["return_token_ids"] = True
         t0 = time.monotonic()
         try:
-            status, d_resp = await self._post(decode.url + path, d_body, headers)
-        except (OSError, asyncio.TimeoutError, http11.HTTPError, ValueError) as err:
+            status, d_resp = await self._post(decode.url + path, d_body, headers, "decode")
+        except UpstreamError as err:
             return self._upstream_error("decoder", decode, err, decision)
         turn.decode_ms = (time.monotonic() - t0) * 1000
-        if status >= 400 or not isinstance(d_resp, dict):
-            return http11.Response.json(d_resp, status if status >= 400 else 502, self._guard_header(decision))
+        if status >= 400:
+            self.metrics.upstream_error("decode", f"status-{status // 100}xx")
+            return Reply(status, d_resp, self._guard_header(decision))
+        if not isinstance(d_resp, dict):
+            self.metrics.upstream_error("decode", "invalid-json")
+            log.error("router: decoder %s answered %d with JSON that is not an object", decode.url, status)
+            return Reply(502, {"error": f"decoder {decode.url}: answered {status} with JSON that is not an object"},
+                         self._guard_header(decision))
 
         # record -------------------------------------------------------------------------------
         d_kv = d_resp.get("kv_transfer_params")
         if guarded:
-            if isinstance(d_kv, dict) and self.rewrite_remote_host and d_kv.get("remote_host") is not None:
-                d_kv = dict(d_kv, remote_host=decode.host)
+            if isinstance(d_kv, dict):
+                d_kv = {k: v for k, v in d_kv.items() if k != "prompt_token_ids"}   # our pin, if echoed
+                if self.rewrite_remote_host and d_kv.get("remote_host") is not None:
+                    d_kv["remote_host"] = decode.host
+                if len(json.dumps(d_kv)) > MAX_STORED_PARAMS_BYTES:
+                    log.warning("router: conversation=%s decode's kv_transfer_params exceed %d bytes; not stored",
+                                conv, MAX_STORED_PARAMS_BYTES)
+                    d_kv = None
             d_prompt, d_output = _returned_ids(d_resp, chat)
             if d_prompt is None and self.pin_token_ids and prompt_ids is not None:
                 d_prompt = prompt_ids            # D used the pinned ids verbatim
@@ -264,13 +558,11 @@ class Router:
         headers_out = self._guard_header(decision)
         if wants_stream:
             include_usage = bool((base.get("stream_options") or {}).get("include_usage"))
-            return http11.Response(200, headers={"content-type": "text/event-stream", "cache-control": "no-cache",
-                                                 **headers_out},
-                                   stream=_sse(answer, chat, include_usage))
-        return http11.Response.json(answer, 200, headers_out)
+            return Reply(200, None, headers_out, sse=_sse(answer, chat, include_usage))
+        return Reply(200, answer, headers_out)
 
     def _prefill_body(self, base: dict, reuse: dict | None, prompt_ids: list[int] | None) -> dict:
-        body = copy.deepcopy(base)
+        body = dict(base)   # top-level keys change; nested values are shared, never mutated
         body["stream"] = False
         body["max_tokens"] = 1
         for key in ("max_completion_tokens", "min_tokens", "stream_options", "return_token_ids"):
@@ -285,19 +577,19 @@ class Router:
         """The request's prompt token ids, from the render tier (or P's render endpoint)."""
         if not chat:
             prompt = base.get("prompt")
-            if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            if isinstance(prompt, list) and prompt and _all_ints(prompt):
                 return list(prompt)
         endpoint = "/v1/chat/completions/render" if chat else "/v1/completions/render"
         if self.render_url:
             url = self.render_url if "/render" in urlsplit(self.render_url).path else self.render_url + endpoint
         else:
             url = self.prefillers[0].url + endpoint
-        body = copy.deepcopy(base)
+        body = dict(base)   # top-level keys change; nested values are shared, never mutated
         body["stream"] = False
         body.pop("stream_options", None)
         try:
-            status, resp = await self._post(url, body, headers)
-        except (OSError, asyncio.TimeoutError, http11.HTTPError, ValueError) as err:
+            status, resp = await self._post(url, body, headers, "render")
+        except UpstreamError as err:
             status, resp = 0, {"error": str(err)}
         ids = _rendered_ids(resp) if status == 200 else None
         if ids is None:
@@ -323,21 +615,43 @@ class Router:
         prompt = body.get("prompt")
         if isinstance(prompt, str):
             return True
-        return isinstance(prompt, list) and bool(prompt) and all(isinstance(t, int) for t in prompt)
+        return isinstance(prompt, list) and bool(prompt) and set(map(type, prompt)) <= {int, bool}
 
     @staticmethod
     def _guard_header(decision: Decision | None) -> dict[str, str]:
         return {"x-vllmlint-guard": decision.header()} if decision is not None else {}
 
-    def _upstream_error(self, what: str, backend: Backend, err: Exception, decision) -> http11.Response:
-        log.error("router: %s %s failed: %s", what, backend.url, err or type(err).__name__)
-        status = 504 if isinstance(err, asyncio.TimeoutError) else 502
-        return http11.Response.json({"error": f"{what} {backend.url}: {err or type(err).__name__}"}, status,
-                                    self._guard_header(decision))
+    def _upstream_error(self, what: str, backend: Backend, err: UpstreamError, decision) -> Reply:
+        return Reply(err.status, {"error": f"{what} {backend.url}: {err}", "type": "upstream_error",
+                                  "kind": err.kind}, self._guard_header(decision))
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
+def _dumps(obj: Any) -> bytes:
+    """Compact JSON (as FastAPI answers): token-id lists are a sixth shorter than with spaces."""
+    return _COMPACT.encode(obj).encode()
+
+
+def _json(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(body=_dumps(obj), status=status,
+                        headers={"content-type": "application/json", **(headers or {})})
+
+
+def _sse_error(message: str) -> bytes:
+    """The end of a stream that broke: an error event in vLLM's shape, then [DONE] (as vLLM ends one)."""
+    return (b"data: " + json.dumps({"error": {"message": message, "type": "upstream_error", "code": 502}}).encode()
+            + b"\n\ndata: [DONE]\n\n")
+
+
+def _all_ints(values: list) -> bool:
+    """Every item is an int (not a bool): at C speed, for lists of thousands of token ids."""
+    return set(map(type, values)) <= {int}
 
 
 def _int_list(value) -> list[int] | None:
-    if isinstance(value, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in value):
+    if isinstance(value, list) and _all_ints(value):
         return value
     return None
 
@@ -375,7 +689,7 @@ def _client_view(resp: dict, chat: bool, wants_ids: bool) -> dict:
     return out
 
 
-async def _sse(resp: dict, chat: bool, include_usage: bool) -> AsyncIterator[bytes]:
+def _sse(resp: dict, chat: bool, include_usage: bool) -> Iterator[bytes]:
     """A non-streamed answer as server-sent events, one content chunk per choice."""
     def event(obj) -> bytes:
         return b"data: " + json.dumps(obj).encode() + b"\n\n"
@@ -409,11 +723,16 @@ async def _sse(resp: dict, chat: bool, include_usage: bool) -> AsyncIterator[byt
         yield event({**common, "object": obj_name, "choices": [], "usage": resp["usage"]})
     yield b"data: [DONE]\n\n"
 
-
 # -- command line ---------------------------------------------------------------------------------
+
+def _seconds_or_none(text: str) -> float | None:
+    value = float(text)
+    return value if value > 0 else None
+
 
 def build_parser(prog: str = "vllmlint router") -> argparse.ArgumentParser:
     """The reference multi-turn proxy's options (singular and plural spellings), plus ours."""
+    d = Limits()
     p = argparse.ArgumentParser(
         prog=prog, description="P/D router for bidirectional KV transfer that reuses decode's KV blocks "
                                "only for exact token-id continuations (drop-in for disagg_proxy_multiturn.py).")
@@ -429,12 +748,31 @@ def build_parser(prog: str = "vllmlint router") -> argparse.ArgumentParser:
                    help=f"seconds a stored turn may be reused; keep below decode's decoder_kv_blocks_ttl "
                         f"(default {DEFAULT_TTL_S:.0f} = 480 - 30)")
     p.add_argument("--max-conversations", type=int, default=4096, help="LRU cap on stored conversations")
+    p.add_argument("--guard-max-tokens", type=int, default=DEFAULT_GUARD_MAX_TOKENS,
+                   help="LRU cap on the token ids the guard stores over all conversations, 4 bytes each "
+                        f"(default {DEFAULT_GUARD_MAX_TOKENS:,} = 64 MB)")
     p.add_argument("--no-pin-token-ids", dest="pin_token_ids", action="store_false",
                    help="do not send the checked ids to P and D as kv_transfer_params.prompt_token_ids")
     p.add_argument("--keep-remote-host", dest="rewrite_remote_host", action="store_false",
                    help="keep the engines' remote_host (default: replace it with the host the router reaches "
                         "the engine by, as the reference proxy does)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per upstream request")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="total seconds per upstream call, connect to last byte (0: none; default 600)")
+    p.add_argument("--upstream-connect-timeout", type=_seconds_or_none, default=d.upstream_connect_timeout_s,
+                   help=f"seconds to connect to an engine (default {d.upstream_connect_timeout_s:g}); a timeout is a 504")
+    p.add_argument("--upstream-read-timeout", type=_seconds_or_none, default=d.upstream_read_timeout_s,
+                   help="seconds an engine may stay silent while answering (default "
+                        f"{d.upstream_read_timeout_s:g}: decode answers a non-streamed request in one piece)")
+    p.add_argument("--upstream-max-connections", type=int, default=d.upstream_max_connections,
+                   help=f"pooled keep-alive connections to the engines (default {d.upstream_max_connections})")
+    p.add_argument("--client-timeout", type=float, default=d.client_timeout_s,
+                   help=f"seconds a client has to send its request headers, then its body (default {d.client_timeout_s:g})")
+    p.add_argument("--keepalive-timeout", type=float, default=d.keepalive_timeout_s,
+                   help=f"seconds an idle client connection is kept open (default {d.keepalive_timeout_s:g})")
+    p.add_argument("--max-connections", type=int, default=d.max_connections,
+                   help=f"open client connections; beyond this a client gets 503 (default {d.max_connections})")
+    p.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes,
+                   help=f"largest request body; more is a 413 (default {d.max_body_bytes})")
     p.add_argument("--policy", choices=POLICIES, default="guarded",
                    help="guarded (default); unguarded reproduces the reference proxy, for replay only; none")
     p.add_argument("--log-level", default="INFO")
@@ -448,21 +786,52 @@ def _backends(parser, hosts: list[str], ports: list[int], what: str) -> list[Bac
 
 
 def router_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Router:
+    for name in ("client_timeout", "keepalive_timeout"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
+    if min(args.max_connections, args.upstream_max_connections, args.max_body_bytes, args.guard_max_tokens) < 1:
+        parser.error("--max-connections, --upstream-max-connections, --max-body-bytes and --guard-max-tokens "
+                     "must be positive")
+    limits = Limits(client_timeout_s=args.client_timeout, keepalive_timeout_s=args.keepalive_timeout,
+                    max_connections=args.max_connections, max_body_bytes=args.max_body_bytes,
+                    upstream_connect_timeout_s=args.upstream_connect_timeout,
+                    upstream_read_timeout_s=args.upstream_read_timeout,
+                    upstream_max_connections=args.upstream_max_connections)
     return Router(_backends(parser, args.prefiller_hosts, args.prefiller_ports, "prefiller"),
                   _backends(parser, args.decoder_hosts, args.decoder_ports, "decoder"),
                   render_url=args.render_url, policy=args.policy, guard_ttl_s=args.guard_ttl,
-                  max_conversations=args.max_conversations, pin_token_ids=args.pin_token_ids,
-                  rewrite_remote_host=args.rewrite_remote_host, timeout_s=args.timeout or None)
+                  max_conversations=args.max_conversations, guard_max_tokens=args.guard_max_tokens,
+                  pin_token_ids=args.pin_token_ids, rewrite_remote_host=args.rewrite_remote_host,
+                  timeout_s=args.timeout or None, limits=limits)
+
+
+def _raise_fd_limit(needed: int) -> None:
+    """Client connections + upstream pool + slack need descriptors: raise the soft limit
+    towards the hard one, and say so when it stays too low."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < needed:
+            target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            if target < needed:
+                log.warning("router: open-file limit %d is below the %d descriptors --max-connections and "
+                            "--upstream-max-connections may need", target, needed)
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 def main(argv: list[str] | None = None, prog: str = "vllmlint router") -> int:
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(message)s", level=args.log_level.upper())
+    gc.enable()                       # a long-running server: the cyclic collector stays on
     router = router_from_args(args, parser)
+    _raise_fd_limit(args.max_connections + args.upstream_max_connections + 64)
 
     async def run() -> None:
         await router.start(args.host, args.port)
+        gc.freeze()                   # what start-up built is never garbage: keep it out of collections
         try:
             await router.serve_forever()
         finally:
