@@ -523,5 +523,63 @@ def replay(conversations, deployment_path, vllm_path, model_dir, connector, time
     sys.exit(rep.exit_code)
 
 
+def _gpus(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        a, b = (int(x) for x in value.split(","))
+    except ValueError:
+        raise click.BadParameter("two GPU indices, e.g. 0,1") from None
+    return a, b
+
+
+@main.command("kv-probe")
+@click.option("--router", metavar="URL", help="The deployment's router (its /v1/completions).")
+@click.option("--prefill", metavar="URL", help="A prefill server (with --decode: vllmlint plays the reference proxy).")
+@click.option("--decode", metavar="URL", help="A decode server: its /metrics is read (also with --router).")
+@click.option("--model", help="The served model name (default: decode's or the router's /v1/models).")
+@click.option("--prompt-tokens", type=click.IntRange(min=16), default=8192, show_default=True,
+              help="Tokens per prompt, counted by the server's own /tokenize.")
+@click.option("--requests", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Prompts sent one at a time (0: only read --decode-log).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--decode-log", metavar="FILE|-",
+              help="Decode's log: a file it writes to, or - for stdin (`kubectl logs -f --tail=0 POD |`).")
+@click.option("--log-wait", type=click.FloatRange(min=0), default=20, show_default=True,
+              help="Seconds to wait for decode's stats interval after the last answer.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, help="Per request.")
+@click.option("--api-key", envvar="VLLM_API_KEY", help="Bearer token for the servers (default $VLLM_API_KEY).")
+@click.option("--tokenize-url", metavar="URL", help="Where /tokenize is served (default: prefill, decode, router).")
+@click.option("--model-config", type=click.Path(exists=True), help="The model's config.json, for VL201's estimate.")
+@click.option("--dtype", help="The deployment's --dtype (KV bytes per element).")
+@click.option("--kv-cache-dtype", help="The deployment's --kv-cache-dtype.")
+@click.option("--link", type=click.Choice(["nvlink", "p2p", "pcie-no-p2p", "rdma", "network", "unknown"]),
+              help="What P and D are connected by, for the estimate.")
+@click.option("--topology", type=click.Path(exists=True), help="`nvidia-smi topo -m` / `-p2p r` output (as VL201).")
+@click.option("--gpus", callback=_gpus, metavar="P,D", help="The prefill and decode GPU indices in --topology.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def kv_probe(router, prefill, decode, model, prompt_tokens, requests, max_tokens, decode_log, log_wait, timeout,
+             api_key, tokenize_url, model_config, dtype, kv_cache_dtype, link, topology, gpus, fmt):
+    """Step 2 of the pre-split checklist: long prompts one at a time, and what decode says about
+    pulling their KV (average/P90 transfer time, MB, throughput) beside VL201's estimate.
+
+    Exit codes: 0 transfers seen and under 100 ms on average, 1 slow, failed or no transfer
+    seen, 2 the servers could not be reached.
+    """
+    import json as _json
+
+    from .verify.kvprobe import ProbeConfig, render_text, run_probe
+
+    if requests and not (router or (prefill and decode)):
+        raise click.UsageError("give --router URL, or --prefill URL and --decode URL (or --requests 0 --decode-log)")
+    cfg = ProbeConfig(router=router, prefill=prefill, decode=decode, model=model, prompt_tokens=prompt_tokens,
+                      requests=requests, max_tokens=max_tokens, decode_log=decode_log, log_wait=log_wait,
+                      timeout=timeout, api_key=api_key, tokenize_url=tokenize_url, model_config=model_config,
+                      dtype=dtype, kv_cache_dtype=kv_cache_dtype, link=link, topology=topology, gpus=gpus)
+    res = run_probe(cfg, echo=lambda s: click.echo(s, err=True))
+    click.echo(_json.dumps(res.as_dict(), indent=1) if fmt == "json" else render_text(res))
+    sys.exit(res.exit_code)
+
+
 if __name__ == "__main__":   # pragma: no cover
     main()
