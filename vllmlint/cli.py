@@ -581,5 +581,76 @@ def kv_probe(router, prefill, decode, model, prompt_tokens, requests, max_tokens
     sys.exit(res.exit_code)
 
 
+def _rates(ctx, param, value):
+    try:
+        rates = [float(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter("comma-separated numbers, e.g. 0.25,0.5,1,2") from None
+    if not rates or any(r <= 0 for r in rates):
+        raise click.BadParameter("positive request rates, e.g. 0.25,0.5,1,2")
+    return rates
+
+
+@main.command("bench-plan")
+@click.argument("path", required=False, default=".", type=click.Path(exists=True))
+@click.option("--format", "fmt", type=click.Choice(["sh", "markdown", "json"]), default="sh", show_default=True)
+@click.option("--prompt-tokens", type=click.IntRange(min=1), help="Prompt length (default 8192, cut to --max-model-len).")
+@click.option("--output-tokens", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--rates", default="0.25,0.5,1,2", show_default=True, callback=_rates, help="The --request-rate sweep.")
+@click.option("--num-prompts", type=click.IntRange(min=1), default=100, show_default=True, help="Prompts per rate.")
+@click.option("--result-dir", default="bench-results", show_default=True)
+def bench_plan(path, fmt, prompt_tokens, output_tokens, rates, num_prompts, result_dir):
+    """Step 3 of the pre-split checklist: for every P/D pair in PATH, the collocated baseline on the
+    same GPUs and the exact `vllm bench serve` commands for both (nothing is run).
+
+    Exit codes: 0 a plan was written, 1 no P/D pair found, 2 the configs could not be read.
+    """
+    from .verify.benchplan import PlanError, plan, render_json, render_markdown, render_sh
+
+    try:
+        plans = plan([path], prompt_tokens=prompt_tokens, output_tokens=output_tokens, rates=rates,
+                     num_prompts=num_prompts, result_dir=result_dir)
+    except PlanError as err:
+        click.echo(f"bench-plan: {err}", err=True)
+        sys.exit(2)
+    click.echo({"sh": render_sh, "markdown": render_markdown, "json": render_json}[fmt](plans), nl=False)
+    sys.exit(0 if plans else 1)
+
+
+@main.command("bench-compare")
+@click.argument("split_json", type=click.Path())
+@click.argument("collocated_json", type=click.Path())
+@click.option("--ttft-slo", type=click.FloatRange(min=0), default=2000, show_default=True, help="ms (p99).")
+@click.option("--itl-slo", type=click.FloatRange(min=0), default=30, show_default=True,
+              help="ms (p99 inter-token latency; the goodput's tpot:30).")
+@click.option("--binding", type=click.Choice(["auto", "ttft", "itl"]), default="auto", show_default=True,
+              help="The target you are measured on (auto: ITL when collocated misses it, else TTFT).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+def bench_compare(split_json, collocated_json, ttft_slo, itl_slo, binding, fmt):
+    """Two `vllm bench serve --save-result` files side by side (split, then collocated) and the
+    P/D guide's decision.
+
+    Exit codes: 0 split, 1 stay collocated (or undecided), 2 a file could not be read.
+    """
+    import json as _json
+
+    from .knowledge import benchresult as br
+
+    try:
+        split, coll = br.load(split_json), br.load(collocated_json)
+    except br.ResultError as err:
+        click.echo(f"bench-compare: {err}", err=True)
+        sys.exit(2)
+    decision = br.decide(split, coll, ttft_slo=ttft_slo, itl_slo=itl_slo, binding=binding)
+    if fmt == "json":
+        click.echo(_json.dumps({"table": [dict(zip(("metric", "split", "collocated", "better"), r))
+                                          for r in br.table(split, coll)], **decision.as_dict()}, indent=1))
+    elif fmt == "markdown":
+        click.echo(br.render_markdown(split, coll, decision), nl=False)
+    else:
+        click.echo(br.render_text(split, coll, decision), nl=False)
+    sys.exit(0 if decision.verdict == br.SPLIT else 1)
+
+
 if __name__ == "__main__":   # pragma: no cover
     main()
