@@ -354,9 +354,10 @@ def _judge(res: ProbeResult, requests: int | None) -> ProbeResult:
     if slow:
         res.findings.append(f"average transfer {m.avg_ms:g} ms: hundreds of milliseconds per request is the "
                             "first thing to fix before splitting (link, peer-to-peer, RDMA, kv_buffer_device)")
-    if est.get("ms") and m.avg_ms and m.avg_ms > 3 * est["ms"] and m.avg_ms >= 10:
-        res.findings.append(f"{m.avg_ms / est['ms']:.1f}x slower than VL201's estimate for the link "
-                            f"({est['ms']:g} ms {est.get('link')})")
+    link_mb_s = est.get("mb_per_s")
+    if link_mb_s and m.throughput_mb_s and m.throughput_mb_s * 3 < link_mb_s and (m.avg_ms or 0) >= 10:
+        res.findings.append(f"{m.throughput_mb_s:g} MB/s per rank is {link_mb_s / m.throughput_mb_s:.0f}x under what "
+                            f"VL201 assumes for the link ({est.get('link')}, {link_mb_s:g} MiB/s)")
     res.exit_code = EXIT_FINDING if (slow or m.failed) else EXIT_OK
     res.verdict = ("SLOW: " if slow else "FAILED TRANSFERS: " if m.failed else "ok: ") + \
         f"{m.transfers} transfer(s), average {m.avg_ms:g} ms" + ("" if slow else f" (under {SLOW_MS:g} ms)")
