@@ -489,10 +489,21 @@ def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep):
 
 @main.command()
 @click.argument("conversations", required=False, type=click.Path())
-@click.option("--deployment", "deployment_path", required=True, type=click.Path(exists=True),
+@click.option("--deployment", "deployment_path", type=click.Path(exists=True),
               help="The P/D deployment to bring up (as for `vllmlint verify`); it needs NixlConnector.")
+@click.option("--router", "router_url", metavar="URL",
+              help="A running deployment's router: replay through it (against a no-reuse baseline).")
+@click.option("--prefill", "prefill_urls", metavar="URL", multiple=True,
+              help="A running prefill server (repeatable; with --decode: modes a, b, c on the running servers).")
+@click.option("--decode", "decode_urls", metavar="URL", multiple=True, help="A running decode server (repeatable).")
+@click.option("--api-key", envvar="VLLM_API_KEY", help="Bearer token for a running deployment (default $VLLM_API_KEY).")
+@click.option("--render-url", metavar="URL",
+              help="Running deployment: where the guarded router renders chat to token ids (default: prefill's "
+                   "/v1/chat/completions/render, which needs --enable-scale-out).")
 @click.option("--vllm", "vllm_path", metavar="PATH", help="The vllm executable (as for `vllmlint verify`).")
-@click.option("--model", "model_dir", metavar="DIR", type=click.Path(), help="A local model folder (default: the tiny model).")
+@click.option("--model", "model_dir", metavar="DIR|NAME",
+              help="--deployment: a local model folder (default: the tiny model); running deployment: the served "
+                   "model name (default: from /v1/models).")
 @click.option("--connector", type=click.Choice(["nixl", "example"]),
               help="Run the P/D pair over this connector instead of the config's (bidirectional needs nixl).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
@@ -501,19 +512,34 @@ def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep):
               help="markdown: a summary and a table, for a pull request.")
 @click.option("--limit", type=click.IntRange(min=1), help="Replay only the first N conversations.")
 @click.option("--only", multiple=True, metavar="ID", help="Replay only this conversation id (repeatable).")
-def replay(conversations, deployment_path, vllm_path, model_dir, connector, timeout, fmt, limit, only):
+def replay(conversations, deployment_path, router_url, prefill_urls, decode_urls, api_key, render_url, vllm_path,
+           model_dir, connector, timeout, fmt, limit, only):
     """Replay multi-turn CONVERSATIONS (default: the shipped ten) on a real P/D deployment:
     (a) bidirectional KV off, (b) on behind the unguarded router, (c) on behind the guarded one.
+
+    With --deployment PATH vllmlint starts the deployment on a local vLLM; with --router URL or
+    --prefill/--decode URLs it replays on the deployment you run (nothing is started).
 
     Exit codes: 0 every turn of (c) matches (a), 1 otherwise, 2 the stack could not start.
     """
     import json as _json
 
-    from .pd.replay import render_markdown, render_text, run_replay
+    from .pd.replay import render_markdown, render_text, run_replay, run_replay_running
 
+    running = bool(router_url or prefill_urls or decode_urls)
+    if bool(deployment_path) == running:
+        raise click.UsageError("give --deployment PATH (start it here), or --router URL and/or --prefill URL "
+                               "--decode URL (a running deployment)")
+    if running and not router_url and not (prefill_urls and decode_urls):
+        raise click.UsageError("a running deployment needs --router URL, or both --prefill and --decode")
     echo = lambda s: click.echo(s, err=True)   # noqa: E731
-    rep = run_replay(conversations, [deployment_path], vllm=vllm_path, connector=connector, timeout=timeout,
-                     limit=limit, only=only, model=model_dir, echo=echo)
+    if running:
+        rep = run_replay_running(conversations, router=router_url, prefill=prefill_urls, decode=decode_urls,
+                                 model=model_dir, api_key=api_key, render_url=render_url, timeout=timeout,
+                                 limit=limit, only=only, echo=echo)
+    else:
+        rep = run_replay(conversations, [deployment_path], vllm=vllm_path, connector=connector, timeout=timeout,
+                         limit=limit, only=only, model=model_dir, echo=echo)
     if fmt == "json":
         click.echo(_json.dumps(rep.as_dict(), indent=1))
     elif fmt == "markdown":
