@@ -625,11 +625,19 @@ def _rates(ctx, param, value):
 @click.option("--rates", default="0.25,0.5,1,2", show_default=True, callback=_rates, help="The --request-rate sweep.")
 @click.option("--num-prompts", type=click.IntRange(min=1), default=100, show_default=True, help="Prompts per rate.")
 @click.option("--result-dir", default="bench-results", show_default=True)
-def bench_plan(path, fmt, prompt_tokens, output_tokens, rates, num_prompts, result_dir):
+@click.option("--run", is_flag=True,
+              help="Run the first pair's plan on verify's local stack (a real vLLM, the tiny model, CPU) and "
+                   "compare the results per rate.")
+@click.option("--vllm", "vllm_path", metavar="PATH", help="--run: the vllm executable (as for `vllmlint verify`).")
+@click.option("--connector", type=click.Choice(["example", "nixl"]), help="--run: the P/D pair's connector.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True, help="--run: per start / run.")
+def bench_plan(path, fmt, prompt_tokens, output_tokens, rates, num_prompts, result_dir, run, vllm_path, connector,
+               timeout):
     """Step 3 of the pre-split checklist: for every P/D pair in PATH, the collocated baseline on the
-    same GPUs and the exact `vllm bench serve` commands for both (nothing is run).
+    same GPUs and the exact `vllm bench serve` commands for both (nothing is run without --run).
 
-    Exit codes: 0 a plan was written, 1 no P/D pair found, 2 the configs could not be read.
+    Exit codes: 0 a plan was written (--run: and ran), 1 no P/D pair found, 2 the configs could
+    not be read (--run: the local stack or a benchmark failed).
     """
     from .verify.benchplan import PlanError, plan, render_json, render_markdown, render_sh
 
@@ -639,8 +647,40 @@ def bench_plan(path, fmt, prompt_tokens, output_tokens, rates, num_prompts, resu
     except PlanError as err:
         click.echo(f"bench-plan: {err}", err=True)
         sys.exit(2)
-    click.echo({"sh": render_sh, "markdown": render_markdown, "json": render_json}[fmt](plans), nl=False)
-    sys.exit(0 if plans else 1)
+    if not run:
+        click.echo({"sh": render_sh, "markdown": render_markdown, "json": render_json}[fmt](plans), nl=False)
+        sys.exit(0 if plans else 1)
+    if not plans:
+        click.echo("bench-plan --run: no P/D pair found", err=True)
+        sys.exit(1)
+    import json as _json
+    import subprocess
+
+    from .knowledge import benchresult as br
+    from .verify.benchrun import RunError, run_plan
+
+    try:
+        report = run_plan([path], plans[0], vllm=vllm_path, connector=connector, output_tokens=min(output_tokens, 32),
+                          timeout=timeout, result_dir=result_dir, echo=lambda s: click.echo(s, err=True))
+    except (RunError, subprocess.SubprocessError) as err:
+        click.echo(f"bench-plan --run: {err}", err=True)
+        sys.exit(2)
+    compared = []
+    for s_run, c_run in zip(report["split"]["runs"], report["collocated"]["runs"]):
+        split, coll = br.load(s_run["file"]), br.load(c_run["file"])
+        d = br.decide(split, coll)
+        compared.append({"split": s_run["file"], "collocated": c_run["file"], **d.as_dict(),
+                         "text": br.render_text(split, coll, d)})
+    report["compared"] = compared
+    if fmt == "json":
+        click.echo(_json.dumps(report, indent=1))
+    else:
+        for c in compared:
+            click.echo(f"== vllmlint bench-compare {c['split']} {c['collocated']}")
+            click.echo(c["text"])
+        click.echo("(local CPU figures on the tiny model: they prove the plan runs, not how your GPUs compare)")
+    sys.exit(0)
+
 
 
 @main.command("bench-compare")
