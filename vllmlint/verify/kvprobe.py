@@ -117,7 +117,8 @@ def _count(url: str, model: str | None, text: str, timeout: float, headers: dict
     reply = http.post(url.rstrip("/") + "/tokenize", body, timeout, headers)
     data = reply.json() if reply.status == 200 else None
     if not isinstance(data, dict) or "count" not in data:
-        raise ProbeError(f"{url}/tokenize answered {reply.status or ''} {reply.snippet()}".strip())
+        raise ProbeError(f"{url}/tokenize answered {reply.status or ''} {reply.snippet()}".strip()
+                         + " (give --tokenize-url: a vLLM server of the deployment)")
     return int(data["count"]), data.get("max_model_len")
 
 
