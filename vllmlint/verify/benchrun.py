@@ -10,6 +10,7 @@ say nothing about your GPUs - only that the plan runs and what its files look li
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import tempfile
@@ -25,6 +26,8 @@ from .router import BuiltinRouter, wait_port
 from .runner import PD_PROMPT, is_cpu_build, vllm_version
 
 LOCAL_MAX_LEN = 512
+DETAILED = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times",
+            "generated_texts")
 
 
 class RunError(RuntimeError):
@@ -41,7 +44,7 @@ def _bench_argv(exe: Path, cmd: list[str], url: str, model: str, input_len: int,
     argv[argv.index("--random-input-len") + 1] = str(input_len)
     argv[argv.index("--random-output-len") + 1] = str(output_len)
     argv[argv.index("--result-dir") + 1] = str(result_dir)
-    return argv
+    return argv + ["--save-detailed"]        # for the per-request errors; dropped from the file after
 
 
 def _bench_all(exe, cmds, url, model, input_len, output_len, result_dir, env, timeout, echo) -> list[dict]:
@@ -59,6 +62,16 @@ def _bench_all(exe, cmds, url, model, input_len, output_len, result_dir, env, ti
         if res.returncode or not out.exists():
             raise RunError(f"vllm bench serve failed (exit {res.returncode}): "
                            + ((res.stderr or res.stdout).strip().splitlines() or ["no output"])[-1])
+        data = json.loads(out.read_text())
+        errors = [e for e in data.pop("errors", None) or [] if e]
+        for key in DETAILED:                 # --save-detailed was only for the errors: keep the file plain
+            data.pop(key, None)
+        out.write_text(json.dumps(data, indent=2) + "\n")
+        runs[-1].update(completed=data.get("completed"), failed=data.get("failed"))
+        if errors:
+            runs[-1]["first_error"] = errors[0].strip().splitlines()[-1][:300]
+        if not data.get("completed"):
+            raise RunError(f"{name}: every request failed" + (f" ({runs[-1]['first_error']})" if errors else ""))
     return runs
 
 
@@ -93,11 +106,14 @@ def run_plan(paths: Sequence[str], pp: PairPlan, *, vllm: str | None = None, con
             url = router.start()
             try:
                 body = {"model": dep.model, "prompt": PD_PROMPT, "max_tokens": 2, "temperature": 0}
-                for _ in range(4):            # first shapes, and NIXL's first handshake (5 s budget)
-                    status, _payload = router.route("/v1/completions", body)
+                for attempt in range(1, 5):   # first shapes, and NIXL's first handshake (5 s budget)
+                    status, payload = router.route("/v1/completions", body)
                     if status == 200:
                         break
+                    echo(f"bench-plan --run: warm-up try {attempt}: {status} {payload[:200]!r}")
                     time.sleep(2)
+                else:
+                    raise RunError(f"the P/D pair did not answer a warm-up request: {status} {payload[:300]!r}")
                 report["split"] = {"router": url, "prefill": dep.prefill_urls, "decode": dep.decode_urls,
                                    "adaptations": dep.adaptations,
                                    "runs": _bench_all(exe, pp.split_bench, url, dep.model, input_len, output_tokens,
