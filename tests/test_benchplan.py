@@ -125,3 +125,19 @@ def test_compare_rejects_other_json(tmp_path):
     bad.write_text('{"a": 1}')
     r = CliRunner().invoke(main, ["bench-compare", str(bad), COLL])
     assert r.exit_code == 2 and "not a `vllm bench serve --save-result` file" in r.output
+
+
+# -- files a real `bench-plan --run` wrote (vLLM 0.30.0 CPU, the tiny model, 2 cores at load ~29):
+# the collocated DP=2 baseline completed 10/10 at 1 req/s; through the NixlConnector pair every
+# request failed (NIXL on an overloaded CPU host), which the decision must not read as latencies.
+TINY = ROOT / "tests/data/benchcompare/tiny-run"
+
+
+def test_real_save_result_files_and_a_side_with_no_completed_request():
+    coll = br.load(TINY / "collocated-rate1.json")
+    assert coll["completed"] == 10 and coll["backend"] == "vllm" and coll["request_goodput"] is not None
+    assert {"p50_ttft_ms", "p99_ttft_ms", "p50_itl_ms", "p99_itl_ms", "p99_tpot_ms"} <= set(coll)
+    r = CliRunner().invoke(main, ["bench-compare", str(TINY / "split-rate1.json"), str(TINY / "collocated-rate1.json")])
+    assert r.exit_code == 1
+    assert "decision: UNDECIDED" in r.output and "no request completed on the split side (split 10 failed)" in r.output
+    assert br.decide(coll, coll).verdict == br.STAY      # the real file against itself: ITL 349 ms misses 30 on both

@@ -73,6 +73,12 @@ def decide(split: dict, coll: dict, *, ttft_slo: float = 2000.0, itl_slo: float 
     `binding`: which target the service is measured on - `ttft`, `itl`, or `auto` (ITL when the
     collocated p99 ITL misses its target, else TTFT: with ITL held collocated, splitting only
     moves TTFT)."""
+    empty = [n for n, d in (("split", split), ("collocated", coll)) if _num(d, "completed") == 0]
+    if empty:
+        failed = ", ".join(f"{n} {int(_num(d, 'failed') or 0)} failed" for n, d in (("split", split), ("collocated", coll))
+                           if n in empty)
+        return Decision(UNDECIDED, [f"no request completed on the {' and '.join(empty)} side ({failed}): its "
+                                    "latencies are zeros, not measurements"], binding)
     s_itl, c_itl = _num(split, "p99_itl_ms"), _num(coll, "p99_itl_ms")
     s_ttft, c_ttft = _num(split, "p99_ttft_ms"), _num(coll, "p99_ttft_ms")
     if None in (s_itl, c_itl, s_ttft, c_ttft):
