@@ -115,9 +115,15 @@ def run_plan(paths: Sequence[str], pp: PairPlan, *, vllm: str | None = None, con
                 else:
                     raise RunError(f"the P/D pair did not answer a warm-up request: {status} {payload[:300]!r}")
                 report["split"] = {"router": url, "prefill": dep.prefill_urls, "decode": dep.decode_urls,
-                                   "adaptations": dep.adaptations,
-                                   "runs": _bench_all(exe, pp.split_bench, url, dep.model, input_len, output_tokens,
-                                                      out_dir, env, timeout, echo)}
+                                   "adaptations": dep.adaptations}
+                try:
+                    report["split"]["runs"] = _bench_all(exe, pp.split_bench, url, dep.model, input_len,
+                                                         output_tokens, out_dir, env, timeout, echo)
+                except RunError as err:
+                    from . import logs
+                    dead = [f"{n} died: {logs.error_line(r.proc.log_text())}" for n, r in dep.names().items()
+                            if r.proc and not r.proc.alive()]
+                    raise RunError("; ".join([str(err)] + dead)) from None
             finally:
                 router.stop()
     except DeploymentError as err:
