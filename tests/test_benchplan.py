@@ -141,3 +141,9 @@ def test_real_save_result_files_and_a_side_with_no_completed_request():
     assert r.exit_code == 1
     assert "decision: UNDECIDED" in r.output and "no request completed on the split side (split 10 failed)" in r.output
     assert br.decide(coll, coll).verdict == br.STAY      # the real file against itself: ITL 349 ms misses 30 on both
+
+
+def test_a_side_without_inter_token_latencies_is_undecided():
+    s, c = br.load(SPLIT), br.load(COLL)
+    d = br.decide(dict(s, p99_itl_ms=0.0), c)
+    assert d.verdict == br.UNDECIDED and "returned the stream whole" in d.reasons[0]

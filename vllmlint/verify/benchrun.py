@@ -6,7 +6,9 @@ behind verify's built-in router; after a warm-up request, `vllm bench serve` run
 commands against the router; the pair stops; the collocated baseline starts (the tiny model with
 the same local adaptations, `--data-parallel-size` as planned) and the same commands run
 against it. Prompt lengths are cut to what the local `--max-model-len` (512) holds. The figures
-say nothing about your GPUs - only that the plan runs and what its files look like.
+say nothing about your GPUs - only that the plan runs and what its files look like. Verify's
+built-in router hands decode's stream back whole, so the split side's ITL/TPOT read 0 here
+(`bench-compare` says so rather than deciding on them); TTFT and goodput are measured.
 """
 from __future__ import annotations
 
