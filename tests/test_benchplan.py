@@ -147,3 +147,15 @@ def test_a_side_without_inter_token_latencies_is_undecided():
     s, c = br.load(SPLIT), br.load(COLL)
     d = br.decide(dict(s, p99_itl_ms=0.0), c)
     assert d.verdict == br.UNDECIDED and "returned the stream whole" in d.reasons[0]
+
+
+def test_real_run_through_a_buffering_router_is_undecided_on_itl():
+    """A real `bench-plan --run` (200-token prompts, ExampleConnector pair behind verify's built-in
+    router, which returns decode's stream whole; collocated DP=2): every request completed on both
+    sides, the split's p99 ITL is 0.02 ms - not a measurement."""
+    d = ROOT / "tests/data/benchcompare/tiny-run-200"
+    split, coll = br.load(d / "split-rate1.json"), br.load(d / "collocated-rate1.json")
+    assert split["completed"] == coll["completed"] == 8 and split["p99_itl_ms"] < 0.1 < coll["p99_itl_ms"]
+    r = CliRunner().invoke(main, ["bench-compare", str(d / "split-rate1.json"), str(d / "collocated-rate1.json")])
+    assert r.exit_code == 1 and "decision: UNDECIDED" in r.output and "returned the stream whole" in r.output
+    assert "P99 TTFT (ms)                      1,229        167.04  collocated" in r.output
