@@ -84,11 +84,12 @@ class ProbeResult:
 
     @property
     def measured(self) -> km.TransferSummary | None:
-        """The log's figures when it has transfers (P90 exact, per-interval), else /metrics'."""
-        for s in (self.log, self.metrics):
+        """/metrics' figures when it saw transfers (exactly the probe's window), else the log's (its
+        stats interval may also hold a transfer made just before the probe started)."""
+        for s in (self.metrics, self.log):
             if s is not None and s.transfers:
                 return s
-        return self.log or self.metrics
+        return self.metrics or self.log
 
     def as_dict(self) -> dict:
         m = self.measured
