@@ -836,10 +836,21 @@ def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep, releases):
 
 @main.command()
 @click.argument("conversations", required=False, type=click.Path())
-@click.option("--deployment", "deployment_path", required=True, type=click.Path(exists=True),
+@click.option("--deployment", "deployment_path", type=click.Path(exists=True),
               help="The P/D deployment to bring up (as for `vllmlint verify`); it needs NixlConnector.")
+@click.option("--router", "router_url", metavar="URL",
+              help="A running deployment's router: replay through it (against a no-reuse baseline).")
+@click.option("--prefill", "prefill_urls", metavar="URL", multiple=True,
+              help="A running prefill server (repeatable; with --decode: modes a, b, c on the running servers).")
+@click.option("--decode", "decode_urls", metavar="URL", multiple=True, help="A running decode server (repeatable).")
+@click.option("--api-key", envvar="VLLM_API_KEY", help="Bearer token for a running deployment (default $VLLM_API_KEY).")
+@click.option("--render-url", metavar="URL",
+              help="Running deployment: where the guarded router renders chat to token ids (default: prefill's "
+                   "/v1/chat/completions/render, which needs --enable-scale-out).")
 @click.option("--vllm", "vllm_path", metavar="PATH", help="The vllm executable (as for `vllmlint verify`).")
-@click.option("--model", "model_dir", metavar="DIR", type=click.Path(), help="A local model folder (default: the tiny model).")
+@click.option("--model", "model_dir", metavar="DIR|NAME",
+              help="--deployment: a local model folder (default: the tiny model); running deployment: the served "
+                   "model name (default: from /v1/models).")
 @click.option("--connector", type=click.Choice(["nixl", "example"]),
               help="Run the P/D pair over this connector instead of the config's (bidirectional needs nixl).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
@@ -848,19 +859,34 @@ def verify(path, vllm_path, model_dir, timeout, fmt, connector, keep, releases):
               help="markdown: a summary and a table, for a pull request.")
 @click.option("--limit", type=click.IntRange(min=1), help="Replay only the first N conversations.")
 @click.option("--only", multiple=True, metavar="ID", help="Replay only this conversation id (repeatable).")
-def replay(conversations, deployment_path, vllm_path, model_dir, connector, timeout, fmt, limit, only):
+def replay(conversations, deployment_path, router_url, prefill_urls, decode_urls, api_key, render_url, vllm_path,
+           model_dir, connector, timeout, fmt, limit, only):
     """Replay multi-turn CONVERSATIONS (default: the shipped ten) on a real P/D deployment:
     (a) bidirectional KV off, (b) on behind the unguarded router, (c) on behind the guarded one.
+
+    With --deployment PATH vllmlint starts the deployment on a local vLLM; with --router URL or
+    --prefill/--decode URLs it replays on the deployment you run (nothing is started).
 
     Exit codes: 0 every turn of (c) matches (a), 1 otherwise, 2 the stack could not start.
     """
     import json as _json
 
-    from .pd.replay import render_markdown, render_text, run_replay
+    from .pd.replay import render_markdown, render_text, run_replay, run_replay_running
 
+    running = bool(router_url or prefill_urls or decode_urls)
+    if bool(deployment_path) == running:
+        raise click.UsageError("give --deployment PATH (start it here), or --router URL and/or --prefill URL "
+                               "--decode URL (a running deployment)")
+    if running and not router_url and not (prefill_urls and decode_urls):
+        raise click.UsageError("a running deployment needs --router URL, or both --prefill and --decode")
     echo = lambda s: click.echo(s, err=True)   # noqa: E731
-    rep = run_replay(conversations, [deployment_path], vllm=vllm_path, connector=connector, timeout=timeout,
-                     limit=limit, only=only, model=model_dir, echo=echo)
+    if running:
+        rep = run_replay_running(conversations, router=router_url, prefill=prefill_urls, decode=decode_urls,
+                                 model=model_dir, api_key=api_key, render_url=render_url, timeout=timeout,
+                                 limit=limit, only=only, echo=echo)
+    else:
+        rep = run_replay(conversations, [deployment_path], vllm=vllm_path, connector=connector, timeout=timeout,
+                         limit=limit, only=only, model=model_dir, echo=echo)
     if fmt == "json":
         click.echo(_json.dumps(rep.as_dict(), indent=1))
     elif fmt == "markdown":
@@ -868,6 +894,175 @@ def replay(conversations, deployment_path, vllm_path, model_dir, connector, time
     else:
         click.echo(render_text(rep))
     sys.exit(rep.exit_code)
+
+
+def _gpus(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        a, b = (int(x) for x in value.split(","))
+    except ValueError:
+        raise click.BadParameter("two GPU indices, e.g. 0,1") from None
+    return a, b
+
+
+@main.command("kv-probe")
+@click.option("--router", metavar="URL", help="The deployment's router (its /v1/completions).")
+@click.option("--prefill", metavar="URL", help="A prefill server (with --decode: vllmlint plays the reference proxy).")
+@click.option("--decode", metavar="URL", help="A decode server: its /metrics is read (also with --router).")
+@click.option("--model", help="The served model name (default: decode's or the router's /v1/models).")
+@click.option("--prompt-tokens", type=click.IntRange(min=16), default=8192, show_default=True,
+              help="Tokens per prompt, counted by the server's own /tokenize.")
+@click.option("--requests", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Prompts sent one at a time (0: only read --decode-log).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--decode-log", metavar="FILE|-",
+              help="Decode's log: a file it writes to, or - for stdin (`kubectl logs -f --tail=0 POD |`).")
+@click.option("--log-wait", type=click.FloatRange(min=0), default=20, show_default=True,
+              help="Seconds to wait for decode's stats interval after the last answer.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, help="Per request.")
+@click.option("--api-key", envvar="VLLM_API_KEY", help="Bearer token for the servers (default $VLLM_API_KEY).")
+@click.option("--tokenize-url", metavar="URL", help="Where /tokenize is served (default: prefill, decode, router).")
+@click.option("--model-config", type=click.Path(exists=True), help="The model's config.json, for VL201's estimate.")
+@click.option("--dtype", help="The deployment's --dtype (KV bytes per element).")
+@click.option("--kv-cache-dtype", help="The deployment's --kv-cache-dtype.")
+@click.option("--link", type=click.Choice(["nvlink", "p2p", "pcie-no-p2p", "rdma", "network", "unknown"]),
+              help="What P and D are connected by, for the estimate.")
+@click.option("--topology", type=click.Path(exists=True), help="`nvidia-smi topo -m` / `-p2p r` output (as VL201).")
+@click.option("--gpus", callback=_gpus, metavar="P,D", help="The prefill and decode GPU indices in --topology.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def kv_probe(router, prefill, decode, model, prompt_tokens, requests, max_tokens, decode_log, log_wait, timeout,
+             api_key, tokenize_url, model_config, dtype, kv_cache_dtype, link, topology, gpus, fmt):
+    """Step 2 of the pre-split checklist: long prompts one at a time, and what decode says about
+    pulling their KV (average/P90 transfer time, MB, throughput) beside VL201's estimate.
+
+    Exit codes: 0 transfers seen and under 100 ms on average, 1 slow, failed or no transfer
+    seen, 2 the servers could not be reached.
+    """
+    import json as _json
+
+    from .verify.kvprobe import ProbeConfig, render_text, run_probe
+
+    if requests and not (router or (prefill and decode)):
+        raise click.UsageError("give --router URL, or --prefill URL and --decode URL (or --requests 0 --decode-log)")
+    cfg = ProbeConfig(router=router, prefill=prefill, decode=decode, model=model, prompt_tokens=prompt_tokens,
+                      requests=requests, max_tokens=max_tokens, decode_log=decode_log, log_wait=log_wait,
+                      timeout=timeout, api_key=api_key, tokenize_url=tokenize_url, model_config=model_config,
+                      dtype=dtype, kv_cache_dtype=kv_cache_dtype, link=link, topology=topology, gpus=gpus)
+    res = run_probe(cfg, echo=lambda s: click.echo(s, err=True))
+    click.echo(_json.dumps(res.as_dict(), indent=1) if fmt == "json" else render_text(res))
+    sys.exit(res.exit_code)
+
+
+def _rates(ctx, param, value):
+    try:
+        rates = [float(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter("comma-separated numbers, e.g. 0.25,0.5,1,2") from None
+    if not rates or any(r <= 0 for r in rates):
+        raise click.BadParameter("positive request rates, e.g. 0.25,0.5,1,2")
+    return rates
+
+
+@main.command("bench-plan")
+@click.argument("path", required=False, default=".", type=click.Path(exists=True))
+@click.option("--format", "fmt", type=click.Choice(["sh", "markdown", "json"]), default="sh", show_default=True)
+@click.option("--prompt-tokens", type=click.IntRange(min=1), help="Prompt length (default 8192, cut to --max-model-len).")
+@click.option("--output-tokens", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--rates", default="0.25,0.5,1,2", show_default=True, callback=_rates, help="The --request-rate sweep.")
+@click.option("--num-prompts", type=click.IntRange(min=1), default=100, show_default=True, help="Prompts per rate.")
+@click.option("--result-dir", default="bench-results", show_default=True)
+@click.option("--run", is_flag=True,
+              help="Run the first pair's plan on verify's local stack (a real vLLM, the tiny model, CPU) and "
+                   "compare the results per rate.")
+@click.option("--vllm", "vllm_path", metavar="PATH", help="--run: the vllm executable (as for `vllmlint verify`).")
+@click.option("--connector", type=click.Choice(["example", "nixl"]), help="--run: the P/D pair's connector.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True, help="--run: per start / run.")
+def bench_plan(path, fmt, prompt_tokens, output_tokens, rates, num_prompts, result_dir, run, vllm_path, connector,
+               timeout):
+    """Step 3 of the pre-split checklist: for every P/D pair in PATH, the collocated baseline on the
+    same GPUs and the exact `vllm bench serve` commands for both (nothing is run without --run).
+
+    Exit codes: 0 a plan was written (--run: and ran), 1 no P/D pair found, 2 the configs could
+    not be read (--run: the local stack or a benchmark failed).
+    """
+    from .verify.benchplan import PlanError, plan, render_json, render_markdown, render_sh
+
+    try:
+        plans = plan([path], prompt_tokens=prompt_tokens, output_tokens=output_tokens, rates=rates,
+                     num_prompts=num_prompts, result_dir=result_dir)
+    except PlanError as err:
+        click.echo(f"bench-plan: {err}", err=True)
+        sys.exit(2)
+    if not run:
+        click.echo({"sh": render_sh, "markdown": render_markdown, "json": render_json}[fmt](plans), nl=False)
+        sys.exit(0 if plans else 1)
+    if not plans:
+        click.echo("bench-plan --run: no P/D pair found", err=True)
+        sys.exit(1)
+    import json as _json
+    import subprocess
+
+    from .knowledge import benchresult as br
+    from .verify.benchrun import RunError, run_plan
+
+    try:
+        report = run_plan([path], plans[0], vllm=vllm_path, connector=connector, output_tokens=min(output_tokens, 32),
+                          timeout=timeout, result_dir=result_dir, echo=lambda s: click.echo(s, err=True))
+    except (RunError, subprocess.SubprocessError) as err:
+        click.echo(f"bench-plan --run: {err}", err=True)
+        sys.exit(2)
+    compared = []
+    for s_run, c_run in zip(report["split"]["runs"], report["collocated"]["runs"]):
+        split, coll = br.load(s_run["file"]), br.load(c_run["file"])
+        d = br.decide(split, coll)
+        compared.append({"split": s_run["file"], "collocated": c_run["file"], **d.as_dict(),
+                         "text": br.render_text(split, coll, d)})
+    report["compared"] = compared
+    if fmt == "json":
+        click.echo(_json.dumps(report, indent=1))
+    else:
+        for c in compared:
+            click.echo(f"== vllmlint bench-compare {c['split']} {c['collocated']}")
+            click.echo(c["text"])
+        click.echo("(local CPU figures on the tiny model: they prove the plan runs, not how your GPUs compare)")
+    sys.exit(0)
+
+
+
+@main.command("bench-compare")
+@click.argument("split_json", type=click.Path())
+@click.argument("collocated_json", type=click.Path())
+@click.option("--ttft-slo", type=click.FloatRange(min=0), default=2000, show_default=True, help="ms (p99).")
+@click.option("--itl-slo", type=click.FloatRange(min=0), default=30, show_default=True,
+              help="ms (p99 inter-token latency; the goodput's tpot:30).")
+@click.option("--binding", type=click.Choice(["auto", "ttft", "itl"]), default="auto", show_default=True,
+              help="The target you are measured on (auto: ITL when collocated misses it, else TTFT).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+def bench_compare(split_json, collocated_json, ttft_slo, itl_slo, binding, fmt):
+    """Two `vllm bench serve --save-result` files side by side (split, then collocated) and the
+    P/D guide's decision.
+
+    Exit codes: 0 split, 1 stay collocated (or undecided), 2 a file could not be read.
+    """
+    import json as _json
+
+    from .knowledge import benchresult as br
+
+    try:
+        split, coll = br.load(split_json), br.load(collocated_json)
+    except br.ResultError as err:
+        click.echo(f"bench-compare: {err}", err=True)
+        sys.exit(2)
+    decision = br.decide(split, coll, ttft_slo=ttft_slo, itl_slo=itl_slo, binding=binding)
+    if fmt == "json":
+        click.echo(_json.dumps({"table": [dict(zip(("metric", "split", "collocated", "better"), r))
+                                          for r in br.table(split, coll)], **decision.as_dict()}, indent=1))
+    elif fmt == "markdown":
+        click.echo(br.render_markdown(split, coll, decision), nl=False)
+    else:
+        click.echo(br.render_text(split, coll, decision), nl=False)
+    sys.exit(0 if decision.verdict == br.SPLIT else 1)
 
 
 if __name__ == "__main__":   # pragma: no cover

@@ -142,6 +142,7 @@ class Replay:
     error_lines: list[str] = field(default_factory=list)
     tolerance: float = TOLERANCE
     warm_up_problems: list[str] = field(default_factory=list)   # retried, not fatal
+    labels: dict[str, str] = field(default_factory=lambda: dict(MODE_NAMES))   # what each mode was
 
     def rows(self) -> list[dict]:
         base = {(t.conversation, t.turn): t for t in self.results.get("a", [])}
@@ -186,6 +187,7 @@ class Replay:
 
     def as_dict(self) -> dict:
         return {"exit_code": self.exit_code, "error": self.error, "error_lines": self.error_lines,
+                "labels": self.labels,
                 "warm_up_problems": self.warm_up_problems,
                 "tolerance": self.tolerance, "deployment": self.deployment,
                 "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
@@ -226,7 +228,8 @@ def render_text(rep: Replay) -> str:
         for m in ("b", "c"):
             t, c = row[m], row[f"{m}_vs_a"]
             if t is None:
-                lines.append(f"  ({m}) not run")
+                if m in rep.labels:
+                    lines.append(f"  ({m}) not run")
                 continue
             verdict = "match" if c and c["match"] else f"MISMATCH ({c['why'] if c else '?'})"
             lp = c.get("max_logprob_diff") if c else None
@@ -242,12 +245,17 @@ def render_text(rep: Replay) -> str:
     for p in rep.warm_up_problems:
         lines.append(f"warm-up (retried): {p}")
     s = rep.summary()
-    lines.append(f"(b) unguarded: {s['b']['match']}/{s['b']['turns']} turns match baseline "
-                 f"({s['b']['reused']} reused D's blocks unchecked); "
-                 f"(c) guarded: {s['c']['match']}/{s['c']['turns']} match ({s['c']['guard_hits']} guard hits)")
+    if "b" in rep.labels:
+        lines.append(f"(b) unguarded: {s['b']['match']}/{s['b']['turns']} turns match baseline "
+                     f"({s['b']['reused']} reused D's blocks unchecked); "
+                     f"(c) guarded: {s['c']['match']}/{s['c']['turns']} match ({s['c']['guard_hits']} guard hits)")
+    else:
+        lines.append(f"(a) {rep.labels.get('a')}; (c) {rep.labels.get('c')}: {s['c']['match']}/{s['c']['turns']} "
+                     "turns match (a)")
     lines.append("timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in rep.timings.items()))
-    lines.append("exit %d: %s" % (rep.exit_code, "guarded matches baseline everywhere" if rep.exit_code == 0
-                                  else "guarded differs from baseline (or a turn failed)"))
+    what = "guarded" if "b" in rep.labels else "the router under test"
+    lines.append("exit %d: %s" % (rep.exit_code, f"{what} matches baseline everywhere" if rep.exit_code == 0
+                                  else f"{what} differs from baseline (or a turn failed)"))
     return "\n".join(lines)
 
 
@@ -262,13 +270,19 @@ def render_markdown(report: dict) -> str:
     d = report.get("deployment") or {}
     s = report.get("summary") or {}
     b, c = s.get("b", {}), s.get("c", {})
+    labels = report.get("labels") or MODE_NAMES
     out += [f"vLLM {d.get('vllm_version')}, connector {d.get('connector')}, model `{d.get('model')}`; "
             f"temperature 0, a turn matches (a) when its token ids are equal and |dlogprob| <= {report.get('tolerance')}.",
-            "",
-            f"* **(b) unguarded** (bidirectional on, D's blocks reused by conversation id): "
-            f"{b.get('match')}/{b.get('turns')} turns match (a), {b.get('reused')} reused D's blocks unchecked",
-            f"* **(c) guarded** (bidirectional on, reuse only on exact token-id continuation): "
-            f"{c.get('match')}/{c.get('turns')} turns match (a), {c.get('guard_hits')} guard hits",
+            ""]
+    if "b" in labels:
+        out += [f"* **(b) unguarded** (bidirectional on, D's blocks reused by conversation id): "
+                f"{b.get('match')}/{b.get('turns')} turns match (a), {b.get('reused')} reused D's blocks unchecked",
+                f"* **(c) guarded** (bidirectional on, reuse only on exact token-id continuation): "
+                f"{c.get('match')}/{c.get('turns')} turns match (a), {c.get('guard_hits')} guard hits"]
+    else:
+        out += [f"* **(a)** {labels.get('a')}",
+                f"* **(c)** {labels.get('c')}: {c.get('match')}/{c.get('turns')} turns match (a)"]
+    out += [
             f"* exit {report.get('exit_code')}; timings: "
             + ", ".join(f"{k} {v} s" for k, v in (report.get("timings_s") or {}).items()),
             "", "| conversation | turn | (b) vs (a) | (c) vs (a) | guarded router | (b) s | (c) s |",
@@ -298,31 +312,40 @@ class _Capture(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-async def _post_json(url: str, body: dict, timeout: float) -> tuple[int, dict[str, str], Any]:
+async def _post_json(url: str, body: dict, timeout: float,
+                     headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
     """One POST through the router: (status, lower-case headers, parsed JSON)."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
-        async with session.post(url, json=body) as r:
+        async with session.post(url, json=body, headers=headers or {}) as r:
             raw = await r.read()
             return r.status, {k.lower(): v for k, v in r.headers.items()}, json.loads(raw)
 
 
-async def _start_router(dep, policy: str, timeout: float):
+async def _start_router(dep, policy: str, timeout: float, render_url: str | None = None):
     """An in-process `vllmlint.router.Router` with `policy` in front of `dep`, on a free
     127.0.0.1 port: (router, its chat completions URL)."""
     from .router import Backend, Router
 
     router = Router([Backend.from_url(u) for u in dep.prefill_urls], [Backend.from_url(u) for u in dep.decode_urls],
-                    policy=policy, timeout_s=timeout, api_key=dep.api_key)
+                    render_url=render_url, policy=policy, timeout_s=timeout, api_key=dep.api_key)
     await router.start("127.0.0.1", 0)
     return router, f"http://127.0.0.1:{router.port}/v1/chat/completions"
 
 
 async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: float,
-                      capture: _Capture, run_tag: str = "", echo=None) -> list[TurnResult]:
-    """Every conversation through a fresh in-process Router with `mode`'s policy."""
+                      capture: _Capture, run_tag: str = "", echo=None, url: str | None = None,
+                      fresh_ids: bool = False, render_url: str | None = None) -> list[TurnResult]:
+    """Every conversation through a fresh in-process Router with `mode`'s policy - or through the
+    router at `url` (a running deployment's own). `fresh_ids`: every turn its own conversation id,
+    so no router keyed on it can reuse anything (the baseline through a router we do not run)."""
     from ..verify import logs
 
-    router, url = await _start_router(dep, POLICY[mode], timeout)
+    external = url is not None
+    if url is None:
+        router, url = await _start_router(dep, POLICY[mode], timeout, render_url)
+    else:
+        router, url = None, url.rstrip("/") + ("" if url.rstrip("/").endswith("/chat/completions")
+                                               else "/v1/chat/completions")
     # Each mode gets its own prefix-cache namespace, as if on a fresh stack: stale KV that (b)
     # reused is hashed under the *new* tokens once its block fills, and P and D then serve it to
     # any later request with that prefix (measured: (c) turn 3 of think-01 matched (a) only
@@ -331,7 +354,8 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
     out: list[TurnResult] = []
     try:
         for conv in convs:
-            cid = f"{conv.id}-{mode}{run_tag}"
+            # a router we do not run may still hold an earlier replay's entries: ids of this run only
+            cid = f"{conv.id}-{mode}{run_tag}" + (f"-{secrets.token_hex(3)}" if external else "")
             messages = conv.first_messages()
             answer: dict = {}
             for i, turn in enumerate(conv.turns):
@@ -339,14 +363,15 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
                     messages = next_messages(messages, answer, turn)
                 body = conv.request(messages, dep.model)
                 body.update(temperature=0, logprobs=True, top_logprobs=1, return_token_ids=True,
-                            conversation_id=cid, cache_salt=salt)
+                            conversation_id=f"{cid}-t{i + 1}" if fresh_ids else cid, cache_salt=salt)
                 tr = TurnResult(conv.id, i + 1, mode, prompt_hash=messages and prompt_hash(messages),
                                 expected_guard=expected_guard(turn) if mode == "c" else None)
                 mark, before, log_mark = dep.mark(), await asyncio.to_thread(dep.counters), len(capture.lines)
-                turns_before = len(router.turns)
+                turns_before = len(router.turns) if router else 0
                 t0 = time.monotonic()
                 try:
-                    tr.status, headers, data = await _post_json(url, body, timeout)
+                    tr.status, headers, data = await _post_json(
+                        url, body, timeout, dep.headers() if hasattr(dep, "headers") else {})
                     tr.guard = headers.get("x-vllmlint-guard")
                     if tr.status != 200:
                         tr.error = json.dumps(data)[:300]
@@ -354,7 +379,7 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
                     tr.error = f"{type(err).__name__}: {err}"
                     data = None
                 tr.seconds = time.monotonic() - t0
-                if len(router.turns) > turns_before:
+                if router is not None and len(router.turns) > turns_before:
                     rt = router.turns[-1]
                     tr.prefill_ms, tr.decode_ms = round(rt.prefill_ms, 1), round(rt.decode_ms, 1)
                     tr.retried_without_reuse = rt.retried_without_reuse
@@ -386,7 +411,8 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
                 if tr.error and not all(dep.alive().values()):
                     return out
     finally:
-        await router.close()
+        if router is not None:
+            await router.close()
     return out
 
 
@@ -519,3 +545,90 @@ def _error_line(dep, name: str) -> str:
     from ..verify import logs
     r = dep.names()[name]
     return logs.error_line(r.proc.log_text()) if r.proc else "(not started)"
+
+
+def run_replay_running(conversations: str | None, *, router: str | None = None, prefill: Sequence[str] = (),
+                       decode: Sequence[str] = (), model: str | None = None, api_key: str | None = None,
+                       render_url: str | None = None, timeout: float = 300.0, limit: int | None = None,
+                       only: Sequence[str] = (), echo=None) -> Replay:
+    """Step 5 on a deployment that is already running (the user's staging stack), with the user's
+    conversations; nothing is started or restarted, so the bidirectional setting is the
+    deployment's own.
+
+    * `prefill` + `decode` (no `router`): (a) plain P -> D routing (policy none: decode's blocks
+      are never offered to prefill - the baseline even with bidirectional on), (b) unguarded and
+      (c) guarded, each through an in-process router on 127.0.0.1 with its own `cache_salt`.
+    * `router`: the deployment's own router is the one under test, as (c), one conversation id per
+      conversation; the baseline (a) is plain P -> D when `prefill`/`decode` are given, else the
+      same router with a fresh conversation id on every turn (nothing to reuse by id).
+    """
+    from ..verify.deployment import RunningDeployment, served_model, vllm_version_of
+
+    echo = echo or (lambda s: None)
+    rep = Replay()
+    try:
+        convs = load(conversations)
+    except (OSError, ValueError) as err:
+        rep.error = f"conversations: {err}"
+        return rep
+    if only:
+        convs = [c for c in convs if c.id in set(only)]
+    if limit:
+        convs = convs[:limit]
+    if not convs:
+        rep.error = "no conversation selected"
+        return rep
+    pd = bool(prefill and decode)
+    if not router and not pd:
+        rep.error = "give --router URL, or --prefill URL and --decode URL"
+        return rep
+    probe = (list(decode) or [router])[0]
+    model = model or served_model(probe, api_key) or (served_model(router, api_key) if router else None)
+    if not model:
+        rep.error = f"no model: {probe}/v1/models did not answer (give --model)"
+        return rep
+    dep = RunningDeployment(list(prefill), list(decode), model, router, api_key,
+                            vllm_version=vllm_version_of(probe, api_key))
+    if router:
+        rep.labels = {"a": ("plain P -> D routing (no reuse)" if pd else
+                            f"{router} with a fresh conversation id every turn (no reuse by id)"),
+                      "c": f"your router {router} (one conversation id per conversation)"}
+        plan = [("a", None if pd else router, not pd), ("c", router, False)]
+    else:
+        plan = [("a", None, False), ("b", None, False), ("c", None, False)]
+    rep.deployment = {"vllm": dep.vllm, "vllm_version": dep.vllm_version, "model": model,
+                      "connector": "(running deployment)", "router": router,
+                      "prefill": list(prefill), "decode": list(decode)}
+    capture = _Capture()
+    for name in ("vllmlint.guard", "vllmlint.router"):
+        lg = logging.getLogger(name)
+        lg.addHandler(capture)
+        if lg.getEffectiveLevel() > logging.INFO:
+            lg.setLevel(logging.INFO)
+    t_all = time.monotonic()
+    try:
+        if pd:
+            t1 = time.monotonic()
+            problems = asyncio.run(warm_up(dep, True, timeout, echo))
+            rep.timings["warm-up"] = time.monotonic() - t1
+            rep.warm_up_problems += problems
+        for mode, url, fresh in plan:
+            echo(f"replaying {len(convs)} conversation(s): ({mode}) {rep.labels[mode]}")
+            t1 = time.monotonic()
+            rep.results[mode] = asyncio.run(_replay_running_mode(mode, convs, dep, timeout, capture, echo, url,
+                                                                 fresh, render_url))
+            rep.timings[f"({mode}) {rep.labels[mode]}"] = time.monotonic() - t1
+            dead = [n for n, ok in dep.alive().items() if not ok]
+            if dead:
+                rep.error = f"server(s) stopped answering during ({mode}): {', '.join(dead)}"
+                return rep
+    finally:
+        rep.timings["total"] = time.monotonic() - t_all
+        for name in ("vllmlint.guard", "vllmlint.router"):
+            logging.getLogger(name).removeHandler(capture)
+    return rep
+
+
+async def _replay_running_mode(mode, convs, dep, timeout, capture, echo, url, fresh, render_url):
+    return await replay_mode(mode, convs, dep, timeout, capture, echo=echo, url=url, fresh_ids=fresh,
+                             render_url=render_url)

@@ -221,3 +221,64 @@ def deployment(paths: Sequence[str], *, vllm: str | None = None, model: str | No
         sup.close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass
+class RunningDeployment:
+    """A P/D deployment that is already running (the user's staging stack): the same face as
+    `Deployment` for code that drives one (`vllmlint replay --router/--prefill/--decode`), with
+    nothing started or stopped. Logs are not reachable (`logs_since` is empty); counters come
+    from each server's /metrics; a server is alive while it answers HTTP at all."""
+    prefill_urls: list[str]
+    decode_urls: list[str]
+    model: str
+    router_url: str | None = None
+    api_key: str | None = None
+    vllm: str = "(running deployment)"
+    vllm_version: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def urls(self) -> dict[str, str]:
+        out = {}
+        for i, u in enumerate(self.prefill_urls):
+            out[f"prefill{i or ''}"] = u
+        for i, u in enumerate(self.decode_urls):
+            out[f"decode{i or ''}"] = u
+        return out
+
+    def mark(self) -> dict[str, int]:
+        return {}
+
+    def logs_since(self, mark: dict[str, int]) -> dict[str, str]:
+        return {}
+
+    def alive(self) -> dict[str, bool]:
+        targets = self.urls() or ({"router": self.router_url} if self.router_url else {})
+        return {n: http.get(u.rstrip("/") + "/health", timeout=10, headers=self.headers()).status != 0
+                for n, u in targets.items()}
+
+    def counters(self) -> dict[str, dict[str, float]]:
+        out = {}
+        for n, u in self.urls().items():
+            reply = http.get(u.rstrip("/") + "/metrics", timeout=10, headers=self.headers())
+            out[n] = parse_counters(reply.body.decode("utf-8", "replace")) if reply.status == 200 else {}
+        return out
+
+
+def served_model(url: str, api_key: str | None = None, timeout: float = 30.0) -> str | None:
+    """The first model a server (or an OpenAI-compatible router) lists on /v1/models."""
+    reply = http.get(url.rstrip("/") + "/v1/models", timeout=timeout,
+                     headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    try:
+        return (reply.json() or {})["data"][0]["id"]
+    except (TypeError, KeyError, IndexError):
+        return None
+
+
+def vllm_version_of(url: str, api_key: str | None = None) -> str | None:
+    reply = http.get(url.rstrip("/") + "/version", timeout=10,
+                     headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    data = reply.json() if reply.status == 200 else None
+    return data.get("version") if isinstance(data, dict) else None
