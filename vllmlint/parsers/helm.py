@@ -2,9 +2,9 @@
 for every value in the values files where it lands in the rendered output, and check a fix in
 the values by rendering again (`verify_fixes`).
 
-Engine: the `helm-python-sdk` package (`pip install 'vllmlint[helm]'`, Helm's Go SDK as a shared
-library, offline) else a `helm` binary on PATH (`helm template`), else none (callers keep
-today's masked reading of templates). Imported lazily: runs without a chart never load it.
+Engine: a `helm` binary on PATH (`helm template`), else the `helm-python-sdk` package
+(`pip install 'vllmlint[helm]'`, Helm's Go SDK as a shared library, offline), else none (callers
+keep today's masked reading of templates). Imported lazily: runs without a chart never load it.
 
 Provenance: the chart is rendered a second time with every string scalar of the values files
 replaced by a unique marker (`zqx<N>zq`); a marker found in the marker rendering names the values
@@ -44,9 +44,10 @@ def sibling_values(root: Path) -> list[Path]:
 
 
 def engine() -> str | None:
-    """Which Helm renders: "sdk" (helm-python-sdk: a pinned Helm, in process, offline), else
-    "binary" (`helm template`, a `helm` on PATH), else None (masked reading stays the fallback).
-    `VLLMLINT_HELM=sdk|binary|none` forces one (tests, or a team that wants its own helm)."""
+    """Which Helm renders: "binary" (`helm template`, the `helm` on PATH: the Helm the team deploys
+    with, as kube-linter's and checkov's users expect), else "sdk" (helm-python-sdk: a pinned
+    Helm, in process, offline), else None (masked reading stays the fallback).
+    `VLLMLINT_HELM=sdk|binary|none` forces one (tests, or a team that wants the pinned engine)."""
     import os
 
     forced = os.environ.get("VLLMLINT_HELM", "").strip().lower()
@@ -54,11 +55,11 @@ def engine() -> str | None:
         return None
     if forced == "binary":
         return "binary" if shutil.which("helm") else None
-    if _has_sdk():
-        return "sdk"
     if forced == "sdk":
-        return None
-    return "binary" if shutil.which("helm") else None
+        return "sdk" if _has_sdk() else None
+    if shutil.which("helm"):
+        return "binary"
+    return "sdk" if _has_sdk() else None
 
 
 def _has_sdk() -> bool:
