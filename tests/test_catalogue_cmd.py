@@ -226,4 +226,4 @@ def test_add_the_installed_vllm(tmp_path, added_dir):
     (proj / "serve.sh").write_text("vllm serve m --swap-space 4\n")
     res = cli("check", "--target-version", "cpu", "--format", "json", proj)
     [f] = json.loads(res.output)
-    assert f["code"] == "VL302" and "vLLM cpu refuses to start" in f["message"]
+    assert f["code"] == "VL302" and "vLLM cpu will not start" in f["message"]
