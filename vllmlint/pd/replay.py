@@ -466,6 +466,41 @@ async def warm_up(dep, bidirectional: bool, timeout: float, echo=None) -> list[s
     return problems
 
 
+ROUTER_LOGGERS = ("vllmlint.guard", "vllmlint.router")
+
+
+def _select(conversations: str | None, only: Sequence[str], limit: int | None, rep: "Replay") -> list:
+    """The conversations to replay (`--only`, `--limit`); none: `rep.error` says why."""
+    try:
+        convs = load(conversations)
+    except (OSError, ValueError) as err:
+        rep.error = f"conversations: {err}"
+        return []
+    if only:
+        convs = [c for c in convs if c.id in set(only)]
+    if limit:
+        convs = convs[:limit]
+    if not convs:
+        rep.error = "no conversation selected"
+    return convs
+
+
+def _capture_router_logs() -> "_Capture":
+    """The guard's and router's log lines, captured at INFO while a replay runs."""
+    capture = _Capture()
+    for name in ROUTER_LOGGERS:
+        lg = logging.getLogger(name)
+        lg.addHandler(capture)
+        if lg.getEffectiveLevel() > logging.INFO:
+            lg.setLevel(logging.INFO)
+    return capture
+
+
+def _release_router_logs(capture: "_Capture") -> None:
+    for name in ROUTER_LOGGERS:
+        logging.getLogger(name).removeHandler(capture)
+
+
 def run_replay(conversations: str | None, deployment_paths: Sequence[str], *, vllm: str | None = None,
                connector: str | None = None, timeout: float = 300.0, limit: int | None = None,
                only: Sequence[str] = (), model: str | None = None, echo=None,
@@ -474,24 +509,10 @@ def run_replay(conversations: str | None, deployment_paths: Sequence[str], *, vl
 
     echo = echo or (lambda s: None)
     rep = Replay()
-    try:
-        convs = load(conversations)
-    except (OSError, ValueError) as err:
-        rep.error = f"conversations: {err}"
-        return rep
-    if only:
-        convs = [c for c in convs if c.id in set(only)]
-    if limit:
-        convs = convs[:limit]
+    convs = _select(conversations, only, limit, rep)
     if not convs:
-        rep.error = "no conversation selected"
         return rep
-    capture = _Capture()
-    for name in ("vllmlint.guard", "vllmlint.router"):
-        lg = logging.getLogger(name)
-        lg.addHandler(capture)
-        if lg.getEffectiveLevel() > logging.INFO:
-            lg.setLevel(logging.INFO)
+    capture = _capture_router_logs()
     t_all = time.monotonic()
     groups = [(False, [m for m in modes if m == "a"]), (True, [m for m in modes if m in ("b", "c")])]
     try:
@@ -536,8 +557,7 @@ def run_replay(conversations: str | None, deployment_paths: Sequence[str], *, vl
                 return rep
     finally:
         rep.timings["total"] = time.monotonic() - t_all
-        for name in ("vllmlint.guard", "vllmlint.router"):
-            logging.getLogger(name).removeHandler(capture)
+        _release_router_logs(capture)
     return rep
 
 
@@ -566,17 +586,8 @@ def run_replay_running(conversations: str | None, *, router: str | None = None, 
 
     echo = echo or (lambda s: None)
     rep = Replay()
-    try:
-        convs = load(conversations)
-    except (OSError, ValueError) as err:
-        rep.error = f"conversations: {err}"
-        return rep
-    if only:
-        convs = [c for c in convs if c.id in set(only)]
-    if limit:
-        convs = convs[:limit]
+    convs = _select(conversations, only, limit, rep)
     if not convs:
-        rep.error = "no conversation selected"
         return rep
     pd = bool(prefill and decode)
     if not router and not pd:
@@ -599,12 +610,7 @@ def run_replay_running(conversations: str | None, *, router: str | None = None, 
     rep.deployment = {"vllm": dep.vllm, "vllm_version": dep.vllm_version, "model": model,
                       "connector": "(running deployment)", "router": router,
                       "prefill": list(prefill), "decode": list(decode)}
-    capture = _Capture()
-    for name in ("vllmlint.guard", "vllmlint.router"):
-        lg = logging.getLogger(name)
-        lg.addHandler(capture)
-        if lg.getEffectiveLevel() > logging.INFO:
-            lg.setLevel(logging.INFO)
+    capture = _capture_router_logs()
     t_all = time.monotonic()
     try:
         if pd:
@@ -615,8 +621,8 @@ def run_replay_running(conversations: str | None, *, router: str | None = None, 
         for mode, url, fresh in plan:
             echo(f"replaying {len(convs)} conversation(s): ({mode}) {rep.labels[mode]}")
             t1 = time.monotonic()
-            rep.results[mode] = asyncio.run(_replay_running_mode(mode, convs, dep, timeout, capture, echo, url,
-                                                                 fresh, render_url))
+            rep.results[mode] = asyncio.run(replay_mode(mode, convs, dep, timeout, capture, echo=echo, url=url,
+                                                        fresh_ids=fresh, render_url=render_url))
             rep.timings[f"({mode}) {rep.labels[mode]}"] = time.monotonic() - t1
             dead = [n for n, ok in dep.alive().items() if not ok]
             if dead:
@@ -624,11 +630,6 @@ def run_replay_running(conversations: str | None, *, router: str | None = None, 
                 return rep
     finally:
         rep.timings["total"] = time.monotonic() - t_all
-        for name in ("vllmlint.guard", "vllmlint.router"):
-            logging.getLogger(name).removeHandler(capture)
+        _release_router_logs(capture)
     return rep
 
-
-async def _replay_running_mode(mode, convs, dep, timeout, capture, echo, url, fresh, render_url):
-    return await replay_mode(mode, convs, dep, timeout, capture, echo=echo, url=url, fresh_ids=fresh,
-                             render_url=render_url)
