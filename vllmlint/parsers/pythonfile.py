@@ -71,7 +71,7 @@ def parse_python(source: SourceFile) -> ParsedFile:
         pf = parser.run()
     if not nul:
         imports = [node for _, _, node in sorted(parser.imports, key=lambda x: x[:2])]
-        _EngineScan(source, tree, pf, parser.env, imports).run()
+        _EngineScan(source, tree, pf, parser.env, imports, parser.offsets).run()
     return pf
 
 
@@ -513,12 +513,33 @@ def _call_args(node, bases: bool = False) -> list[_Arg]:
     return items
 
 
+class _Offsets:
+    """ast's (line, UTF-8 byte column) positions as character offsets of the text; one per
+    file, shared by the parser and the engine-API scan."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.line_starts = [0] + [m.end() for m in LINE_RE.finditer(text)]
+        self.ascii_lines: dict[int, bool] = {}
+
+    def off(self, line: int, col: int) -> int:
+        start = self.line_starts[line - 1]
+        ok = self.ascii_lines.get(line)
+        if ok is None:
+            end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+            ok = self.ascii_lines[line] = self.text[start:end].isascii()
+        if ok:
+            return start + col
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+        return start + len(self.text[start:end].encode("utf-8")[:col].decode("utf-8", "replace"))
+
+
 class _Parser:
     def __init__(self, source: SourceFile, module: ast.Module, nul: bool = False, measure: bool = True):
         self.source, self.text, self.module, self.nul = source, source.text, module, nul
         self.max_depth = MAX_NESTING if measure else 1 << 30
-        self.line_starts = [0] + [m.end() for m in LINE_RE.finditer(self.text)]
-        self.ascii_lines: dict[int, bool] = {}
+        self.offsets = _Offsets(self.text)
+        self.line_starts, self.off = self.offsets.line_starts, self.offsets.off
         self.pf = ParsedFile(source)
         self.module_scope = Scope("", None)
         self.scope = self.module_scope
@@ -537,17 +558,6 @@ class _Parser:
         self.inside_compare = 0        # Compare nodes on the stack
 
     # -- positions -------------------------------------------------------------------------
-    def off(self, line: int, col: int) -> int:
-        """ast's (line, UTF-8 byte column) as a character offset of the text."""
-        start = self.line_starts[line - 1]
-        ok = self.ascii_lines.get(line)
-        if ok is None:
-            end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-            ok = self.ascii_lines[line] = self.text[start:end].isascii()
-        if ok:
-            return start + col
-        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-        return start + len(self.text[start:end].encode("utf-8")[:col].decode("utf-8", "replace"))
 
     def span(self, node) -> tuple[int, int]:
         """Where a node is written, without the parentheses around it (those of a tuple or a
@@ -1692,11 +1702,11 @@ def flag_keyword(token: str) -> str:
 
 class _EngineScan:
     def __init__(self, source: SourceFile, tree: ast.Module, pf: ParsedFile, env: list[EnvEntry],
-                 import_nodes: list | None = None):
+                 import_nodes: list | None = None, offsets: "_Offsets | None" = None):
         self.source, self.text, self.tree, self.pf, self.env = source, source.text, tree, pf, env
         self.import_nodes = import_nodes     # the Import / ImportFrom nodes in ast.walk's order
-        self.line_starts = [0] + [m.end() for m in LINE_RE.finditer(self.text)]
-        self.ascii_lines: dict[int, bool] = {}
+        self.offsets = offsets or _Offsets(self.text)      # the parser's, when it ran first
+        self.off = self.offsets.off
         self.names: dict[str, str] = {}       # local name -> what it is (LLM, AsyncEngineArgs, ...)
         self.modules: set[str] = set()         # local names bound to a vllm module
         self.dicts: dict[tuple[str, str], list] = {}   # (scope, key) -> [(stmt order, node)] bindings
@@ -1706,16 +1716,6 @@ class _EngineScan:
         self.splats: set[tuple[str, str, str]] = set()
 
     # positions
-    def off(self, line: int, col: int) -> int:
-        start = self.line_starts[line - 1]
-        ok = self.ascii_lines.get(line)
-        if ok is None:
-            end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-            ok = self.ascii_lines[line] = self.text[start:end].isascii()
-        if ok:
-            return start + col
-        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-        return start + len(self.text[start:end].encode("utf-8")[:col].decode("utf-8", "replace"))
 
     def span(self, node) -> tuple[int, int]:
         return self.off(node.lineno, node.col_offset), self.off(node.end_lineno, node.end_col_offset)
