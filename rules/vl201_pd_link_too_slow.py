@@ -114,7 +114,7 @@ class PdLinkTooSlow(Rule):
     def _message(self, p, d, link: Link, where: str) -> tuple[str, str]:
         """(the one line: where P and D run and what a request's KV costs there; the detail: the
         estimate's inputs and the guide's advice)."""
-        model = self._model(p) or self._model(d)
+        model = p.model() or d.model()
         tokens = self.options.get("prompt_tokens")
         source = "--prompt-tokens"
         if not tokens:
@@ -138,12 +138,3 @@ class PdLinkTooSlow(Rule):
         return (f"{head}: {est.describe()}",
                 f"{geometry.name} from {origin}; prompt length {source}. {ADVICE[0].upper() + ADVICE[1:]}.")
 
-    @staticmethod
-    def _model(launch) -> str | None:
-        flag = launch.flag_value("--model")
-        if flag is not None:
-            return flag.value
-        opts = launch.options
-        if opts and not opts[0].value.startswith("-"):
-            return opts[0].value
-        return None

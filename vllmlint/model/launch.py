@@ -246,6 +246,16 @@ class Launch:
                 found = self.argv[i + 1]
         return found
 
+    def model(self) -> str | None:
+        """The model it serves as written: `--model`, else the first positional (`vllm serve M`)."""
+        flag = self.flag_value("--model")
+        if flag is not None:
+            return flag.value
+        opts = self.options
+        if opts and not opts[0].value.startswith("-"):
+            return opts[0].value
+        return None
+
     def env_value(self, name: str) -> str | None:
         value = None
         for entry in self.env:

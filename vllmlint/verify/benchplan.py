@@ -74,16 +74,6 @@ def _where(l: Launch) -> str:
     return f"{l.file.display}:{l.line} ({l.context})"
 
 
-def model_of(l: Launch) -> str | None:
-    flag = l.flag_value("--model")
-    if flag is not None:
-        return flag.value
-    opts = l.options
-    if opts and not opts[0].value.startswith("-"):
-        return opts[0].value
-    return None
-
-
 def _int_flag(l: Launch, *names: str) -> int | None:
     for n in names:
         a = l.flag_value(n)
@@ -163,10 +153,10 @@ def plan(paths: Sequence[str], *, prompt_tokens: int | None = None, output_token
         idx = len(out) + 1
         p, d = prod[0], cons[0]
         notes: list[str] = []
-        model = model_of(p) or model_of(d)
+        model = p.model() or d.model()
         if model is None:
             raise PlanError(f"{_where(p)}: no model in the launch")
-        models = {model_of(l) for l in prod + cons} - {None}
+        models = {l.model() for l in prod + cons} - {None}
         if len(models) > 1:
             notes.append(f"prefill and decode serve different models ({', '.join(sorted(models))}); the baseline uses {model}")
         mml = _int_flag(p, "--max-model-len") or _int_flag(d, "--max-model-len")
