@@ -947,6 +947,17 @@ def _plain(v):
 # --------------------------------------------------------------------------------------------
 # Extraction
 # --------------------------------------------------------------------------------------------
+def _extra_config_reads(mod):
+    """The calls of a module that read one kv_connector_extra_config key:
+    `get_from_extra_config("k", ...)` and `...extra_config.get("k", ...)`."""
+    for node in ast.walk(mod.node):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            if node.func.attr == "get_from_extra_config" or \
+                    (node.func.attr == "get" and ast.unparse(node.func.value).endswith("extra_config")):
+                yield node
+
+
 def _short(text: str | None, limit: int = MAX_DEFAULT) -> str | None:
     if text is None:
         return None
@@ -1600,21 +1611,13 @@ class Extractor:
                     for key in self._extra_keys(rel):
                         others.setdefault(key, set()).update(owner_names)
                 continue
-            text = self.tree.read(rel) or ""
-            if "extra_config" not in text:
-                continue
-            mod = self.index.module_at(rel)
+            mod = self._reads_extra_config(rel)
             if mod is None:
                 continue
-            for node in ast.walk(mod.node):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and \
-                        isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                    owner = ast.unparse(node.func.value)
-                    if node.func.attr == "get_from_extra_config" or \
-                            (node.func.attr == "get" and owner.endswith("extra_config")):
-                        keys.setdefault(node.args[0].value, f"{rel}:{node.lineno}")
-                        if len(node.args) > 1 and node.args[0].value not in defaults:
-                            defaults[node.args[0].value] = _short(mod.seg(node.args[1]))
+            for node in _extra_config_reads(mod):
+                keys.setdefault(node.args[0].value, f"{rel}:{node.lineno}")
+                if len(node.args) > 1 and node.args[0].value not in defaults:
+                    defaults[node.args[0].value] = _short(mod.seg(node.args[1]))
             unsupported.extend(self._bidirectional_raises(mod))
         if keys:
             out["nixl_extra_keys"] = dict(sorted(keys.items()))
@@ -1663,21 +1666,13 @@ class Extractor:
     def _extra_keys(self, rel: str) -> list[str]:
         """The kv_connector_extra_config keys a file reads (`get_from_extra_config("k", ...)`,
         `...extra_config.get("k", ...)`)."""
+        mod = self._reads_extra_config(rel)
+        return [node.args[0].value for node in _extra_config_reads(mod)] if mod is not None else []
+
+    def _reads_extra_config(self, rel: str):
+        """The module at `rel` when its text mentions extra_config (a cheap filter before parsing)."""
         text = self.tree.read(rel) or ""
-        if "extra_config" not in text:
-            return []
-        mod = self.index.module_at(rel)
-        if mod is None:
-            return []
-        found = []
-        for node in ast.walk(mod.node):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and \
-                    isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                owner = ast.unparse(node.func.value)
-                if node.func.attr == "get_from_extra_config" or \
-                        (node.func.attr == "get" and owner.endswith("extra_config")):
-                    found.append(node.args[0].value)
-        return found
+        return self.index.module_at(rel) if "extra_config" in text else None
 
     def _bidirectional_raises(self, mod: Module) -> list[dict]:
         """`raise NotImplementedError` under an `if` whose test (or whose class) ties it to
