@@ -48,6 +48,13 @@ class DeploymentError(RuntimeError):
         self.lines = list(lines)
 
 
+
+def by_role(prefill: list, decode: list) -> dict:
+    """Servers (or their URLs) by the names reports use: prefill, prefill1, ..., decode, decode1, ..."""
+    out = {f"prefill{i or ''}": x for i, x in enumerate(prefill)}
+    out.update({f"decode{i or ''}": x for i, x in enumerate(decode)})
+    return out
+
 @dataclass
 class Deployment:
     servers: list[ServerResult]
@@ -73,12 +80,7 @@ class Deployment:
         return self.decode[0].plan.api_key
 
     def names(self) -> dict[str, ServerResult]:
-        out = {}
-        for i, r in enumerate(self.prefill):
-            out[f"prefill{i or ''}"] = r
-        for i, r in enumerate(self.decode):
-            out[f"decode{i or ''}"] = r
-        return out
+        return by_role(self.prefill, self.decode)
 
     def mark(self) -> dict[str, int]:
         return {n: len(r.proc.log_text()) if r.proc else 0 for n, r in self.names().items()}
@@ -241,12 +243,7 @@ class RunningDeployment:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def urls(self) -> dict[str, str]:
-        out = {}
-        for i, u in enumerate(self.prefill_urls):
-            out[f"prefill{i or ''}"] = u
-        for i, u in enumerate(self.decode_urls):
-            out[f"decode{i or ''}"] = u
-        return out
+        return by_role(self.prefill_urls, self.decode_urls)
 
     def mark(self) -> dict[str, int]:
         return {}
