@@ -184,6 +184,18 @@ def _run(args, cwd=None, env=None):
                           capture_output=True, text=True, timeout=300)
 
 
+def _with_and_without_chart(tmp_path, values: str):
+    """production-stack's chart with `values` as values-prod.yaml, and the same values file alone."""
+    if not STACK.is_dir():
+        pytest.skip("no shared corpus")
+    root = _stack_copy(tmp_path)
+    (root / "values-prod.yaml").write_text(values)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "values-prod.yaml").write_text(values)
+    return root, alone
+
+
 def _stack_copy(tmp_path):
     import shutil
     root = tmp_path / "chart"
@@ -238,13 +250,7 @@ def test_production_stack_values_outside_the_chart_migrate(tmp_path):
 def test_same_values_without_the_chart_same_findings_same_migration(tmp_path):
     """production-stack's values shape is read without the chart: the same findings, at the same
     places, and the same migrated bytes as with the chart rendered by Helm."""
-    if not STACK.is_dir():
-        pytest.skip("no shared corpus")
-    root = _stack_copy(tmp_path)
-    (root / "values-prod.yaml").write_text(OUR_VALUES)
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    (alone / "values-prod.yaml").write_text(OUR_VALUES)
+    root, alone = _with_and_without_chart(tmp_path, OUR_VALUES)
     for target in ([], ["--target-version", "0.29.0"], ["--target-version", "0.31.0"]):
         with_chart = _run(["check", "--format", "json", *target, str(root)]).stdout
         without = _run(["check", "--format", "json", *target, str(alone)]).stdout
@@ -427,13 +433,7 @@ def test_rename_and_env_removal_with_and_without_the_chart(tmp_path):
     env item goes, the tags are bumped; with the chart and without it the same bytes. A model with
     `enabled: false` starts nothing (the chart skips it): no finding there (its tag is bumped
     with the others: it names the same vLLM image)."""
-    if not STACK.is_dir():
-        pytest.skip("no shared corpus")
-    root = _stack_copy(tmp_path)
-    (root / "values-prod.yaml").write_text(RENAME_VALUES)
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    (alone / "values-prod.yaml").write_text(RENAME_VALUES)
+    root, alone = _with_and_without_chart(tmp_path, RENAME_VALUES)
     found = _found(_run(["check", "--format", "json", "--target-version", "0.31.0", str(root)]).stdout)
     assert found == [("values-prod.yaml", 13, 12, "VL302"), ("values-prod.yaml", 14, 12, "VL302"),
                      ("values-prod.yaml", 16, 9, "VL303")]
@@ -480,13 +480,7 @@ def test_vllm_config_without_extra_args_gets_the_list(tmp_path):
     """`vllmConfig:` without `extraArgs`: migrate adds `extraArgs: ["--enable-scale-out"]` to it
     (the chart renders exactly that flag more); a model without `vllmConfig` is left to a human
     (adding one would also switch prefix caching off in this chart)."""
-    if not STACK.is_dir():
-        pytest.skip("no shared corpus")
-    root = _stack_copy(tmp_path)
-    (root / "values-prod.yaml").write_text(NO_EXTRA_ARGS_VALUES)
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    (alone / "values-prod.yaml").write_text(NO_EXTRA_ARGS_VALUES)
+    root, alone = _with_and_without_chart(tmp_path, NO_EXTRA_ARGS_VALUES)
     want = NO_EXTRA_ARGS_VALUES.replace('"v0.29.0"', '"v0.30.0"').replace(
         '      maxModelLen: 4096  # fits the GPU\n    env:\n      - name: VLLM_ENABLE_SCALE_OUT_ENDPOINTS\n'
         '        value: "1"\n', '      maxModelLen: 4096  # fits the GPU\n      extraArgs: ["--enable-scale-out"]\n', 1)
