@@ -1,6 +1,6 @@
 import json
 
-from vllmlint.model.launch import Edit, Fix, remove_args
+from vllmlint.model.launch import Edit, Fix, apply_edits, remove_args
 from vllmlint.lint.registry import Rule
 
 
@@ -94,9 +94,7 @@ def _parses_back(launch, edits, value: str) -> bool:
     from vllmlint.model.launch import ParseError, SourceFile
 
     file = launch.file
-    text = file.text
-    for e in sorted(edits, key=lambda e: e.start, reverse=True):
-        text = text[:e.start] + e.text + text[e.end:]
+    text = apply_edits(file.text, edits)
     try:
         parsed = parse_source(SourceFile(file.path, file.display, text, file.kind, file.bom))
     except (ParseError, RecursionError):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .discovery import Candidate
-from ..model.launch import Edit, Finding, ParseError, SourceFile
+from ..model.launch import Edit, Finding, ParseError, SourceFile, apply_edits
 from .project import ParseCache, Problem, Project, load, parse_source
 from .registry import Rule
 
@@ -108,12 +108,6 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
             seen.add(key)
             unique.append(f)
     return unique, problems
-
-
-def apply_edits(text: str, edits: list[Edit]) -> str:
-    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        text = text[:edit.start] + edit.text + text[edit.end:]
-    return text
 
 
 def _keep_no_final_newline(text: str, edits: list[Edit]) -> list[Edit]:

@@ -159,6 +159,13 @@ class EnvEntry:
         return self.file.line_col(self.span[0])[0]
 
 
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """`text` with the (non-overlapping) edits applied; the one place span edits become text."""
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        text = text[:edit.start] + edit.text + text[edit.end:]
+    return text
+
+
 @dataclass(frozen=True)
 class AppendSite:
     """Where and how one more argv item is written after the last one."""

@@ -587,12 +587,6 @@ def verify_fixes(renderings: list[Rendering], findings: list) -> None:
             f.message += f" (no automatic fix: {reason})"
 
 
-def _apply(text: str, edits: list) -> str:
-    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        text = text[:e.start] + e.text + text[e.end:]
-    return text
-
-
 def _scalars(text: str) -> list[str] | None:
     from .yaml_source import compose_all
 
@@ -615,6 +609,8 @@ def check_rendering(r: Rendering, edits: list) -> str | None:
     from collections import Counter
     from difflib import SequenceMatcher
 
+    from ..model.launch import apply_edits
+
     texts = dict(r.texts)
     removed: set[str] = set()
     added: set[str] = set()
@@ -622,7 +618,7 @@ def check_rendering(r: Rendering, edits: list) -> str | None:
         mine = [e for e in edits if e.file.path == p]
         if not mine:
             continue
-        new = _apply(texts[p], mine)
+        new = apply_edits(texts[p], mine)
         before, after = _scalars(texts[p]), _scalars(new)
         if after is None or before is None:
             return "the values file would not parse"
