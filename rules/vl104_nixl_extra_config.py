@@ -1,5 +1,4 @@
 import ast
-import difflib
 
 from vllmlint.model.launch import Fix
 from vllmlint.lint.registry import Rule
@@ -126,6 +125,8 @@ class NixlExtraConfig(Rule):
             yield self.finding(cfg.file, where, f"{head} is read from vLLM {added} on: {t} ignores it",
                                detail=f"vLLM {t} ignores it without a word.")
             return
+        import difflib           # only for a misspelt key
+
         close = difflib.get_close_matches(key, sorted(cat.nixl_extra_keys), n=1, cutoff=0.68)
         if close:
             yield self.finding(cfg.file, where,

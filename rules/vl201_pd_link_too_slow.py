@@ -1,8 +1,13 @@
+from __future__ import annotations
+
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vllmlint.lint.graph import graph_of
 from vllmlint.lint.registry import Rule
-from vllmlint.knowledge.topology import Link, dtype_bytes, estimate, find_geometry, parse_cuda_visible_devices, parse_topology
+
+if TYPE_CHECKING:
+    from vllmlint.knowledge.topology import Link
 
 DEFAULT_PROMPT_TOKENS = 8192
 RDMA_HINTS = ("rdma/", "roce", "infiniband", "ucx_tls", "nccl_ib", "libfabric", "efa", "mlx5",
@@ -55,9 +60,14 @@ class PdLinkTooSlow(Rule):
 
     def check(self, project):
         graph = graph_of(project)
+        pairs = graph.pd_pairs()
+        if not pairs:
+            return
+        from vllmlint.knowledge.topology import parse_topology   # here: most projects have no P/D pair
+
         topo_path = self.options.get("topology")
         topology = parse_topology(Path(topo_path).read_text()) if topo_path else None
-        for producers, consumers in graph.pd_pairs():
+        for producers, consumers in pairs:
             for d in consumers:
                 for p in producers:
                     if p is d:
@@ -71,6 +81,8 @@ class PdLinkTooSlow(Rule):
 
     # -- where P and D run ------------------------------------------------------------
     def _link(self, p, d, topology) -> tuple[Link | None, str]:
+        from vllmlint.knowledge.topology import Link
+
         # separate Kubernetes workloads: the scheduler may put them anywhere
         kube = p.context.startswith("container ") and d.context.startswith("container ") and \
             p.file.kind not in ("compose",) and d.file.kind not in ("compose",)
@@ -97,6 +109,8 @@ class PdLinkTooSlow(Rule):
 
     @staticmethod
     def _gpus(launch) -> list[int] | None:
+        from vllmlint.knowledge.topology import parse_cuda_visible_devices
+
         gpus = parse_cuda_visible_devices(launch.env_value("CUDA_VISIBLE_DEVICES")) or launch.gpus
         if not gpus:
             return None
@@ -114,6 +128,8 @@ class PdLinkTooSlow(Rule):
     def _message(self, p, d, link: Link, where: str) -> tuple[str, str]:
         """(the one line: where P and D run and what a request's KV costs there; the detail: the
         estimate's inputs and the guide's advice)."""
+        from vllmlint.knowledge.topology import dtype_bytes, estimate, find_geometry
+
         model = p.model() or d.model()
         tokens = self.options.get("prompt_tokens")
         source = "--prompt-tokens"

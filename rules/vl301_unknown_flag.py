@@ -75,27 +75,27 @@ class UnknownFlag(Rule):
                 # the image's plugin adds flags of its own: vllmlint does not know them
                 close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
                 yield self.finding(
-                    launch.file, opt.name_span() or opt.span or launch.span,
+                    *opt.place(launch),
                     f"`{opt.name}` is not a vLLM {self.target_str} option; it may be {plugin}'s"
                     + (f"; did you mean `{close[0]}`?" if close else ""), severity="info",
                     detail=f"Image {launch.image} carries the {plugin} plugin, which adds flags of its own; "
                            f"vllmlint does not know them.")
                 continue
             name = normalize(opt.name)
-            where = opt.name_span() or opt.span or launch.span
+            wfile, where = opt.place(launch)
             if hist.flag_removed(name, self.target) is not None:
                 continue                      # VL302: removed or renamed
             if m.kind == "prefix":
                 if not _meant(opt.name, m.flag):
                     # `--v=4` -> `--video-pruning-rate`: argparse would, but nobody meant that
                     yield self.finding(
-                        launch.file, where,
+                        wfile, where,
                         f"`{opt.name}` is read by vLLM {self.target_str} as `{m.flag}` (an abbreviation): "
                         f"write `{m.flag}` if that is meant, else remove it", severity="warning")
                     continue
                 edit = opt.rename(m.flag)
                 yield self.finding(
-                    launch.file, where,
+                    wfile, where,
                     f"`{opt.name}` abbreviates `{m.flag}`: write it out",
                     Fix([edit], f"write {m.flag}") if edit else None, severity="warning",
                     launches=[launch], min_release=self.target,
@@ -104,7 +104,7 @@ class UnknownFlag(Rule):
                 continue
             if m.kind == "ambiguous":
                 yield self.finding(
-                    launch.file, where,
+                    wfile, where,
                     f"`{opt.name}` is ambiguous in vLLM {self.target_str}: the server will not start; "
                     f"write the full flag",
                     detail=f"It could be {', '.join(f'`{c}`' for c in m.candidates)} (argparse: "
@@ -113,13 +113,13 @@ class UnknownFlag(Rule):
             added = hist.flag_added_after(name, self.target) if name.startswith("--") else None
             if added:
                 yield self.finding(
-                    launch.file, where,
+                    wfile, where,
                     f"`{opt.name}` is new in vLLM {added}: drop it or target {added} or later",
                     detail=f"vLLM {self.target_str} refuses to start with it (`unrecognized arguments`).")
                 continue
             close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
             hint = f"; did you mean `{close[0]}`?" if close else ""
             yield self.finding(
-                launch.file, where,
+                wfile, where,
                 f"`{opt.name}` is not a vLLM {self.target_str} option{hint}",
                 detail="The server refuses to start with it (`unrecognized arguments`).")

@@ -179,13 +179,13 @@ class RemovedOrRenamedFlag(Rule):
             gone = hist.flag_removed(name, self.target)
             if gone is None:
                 continue
-            where = opt.name_span() or opt.span or launch.span
+            wfile, where = opt.place(launch)
             new = self._successor(hist, cat, name, gone, self.target)
             head = f"`{opt.name}` was removed in vLLM {gone.removed_in}"
             why = (f"Last in {gone.last}{_deprecated(gone.info.get('dep'))}; vLLM {self.target_str} refuses to "
                    f"start with it (`unrecognized arguments`).")
             if opt.match.kind == "prefix":
-                yield self.finding(launch.file, where, head +
+                yield self.finding(wfile, where, head +
                                    f": vLLM {self.target_str} reads it as `{opt.match.flag}`, another flag"
                                    + (f"; write `{new}`" if new else "; remove it"),
                                    detail=f"Last in {gone.last}{_deprecated(gone.info.get('dep'))}; argparse "
@@ -193,7 +193,7 @@ class RemovedOrRenamedFlag(Rule):
                 continue
             if new:
                 edit = opt.rename(new)
-                yield self.finding(launch.file, where,
+                yield self.finding(wfile, where,
                                    head + f": renamed `{new}` in {self._renamed_in(hist, name)}, write that",
                                    Fix([edit], f"rename to {new}") if edit else None,
                                    launches=[launch], min_release=self.target, detail=why)
@@ -203,7 +203,7 @@ class RemovedOrRenamedFlag(Rule):
                 if id(launch) not in speculative_done:        # one edit set per launch, on its first flag
                     speculative_done.add(id(launch))
                     fix = speculative_fix(launch, self.target)
-                yield self.finding(launch.file, where,
+                yield self.finding(wfile, where,
                                    head + f": set \"{SPECULATIVE[name]}\" in --speculative-config instead",
                                    fix, launches=[launch], min_release=self.target,
                                    detail=why + " Removing it alone would turn speculative decoding off.")
@@ -211,12 +211,12 @@ class RemovedOrRenamedFlag(Rule):
             takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
             if name in SAFE_TO_REMOVE and not takes and not opt.inline:
                 edits = remove_args([opt.arg])
-                yield self.finding(launch.file, where,
+                yield self.finding(wfile, where,
                                    head + ": remove it (its behaviour is the default now)",
                                    Fix(edits, f"remove {opt.name}") if edits else None,
                                    launches=[launch], min_release=self.target, detail=why)
                 continue
-            yield self.finding(launch.file, where,
+            yield self.finding(wfile, where,
                                head + f": vLLM {self.target_str} will not start; remove it"
                                + (" and its value" if takes else ""), detail=why)
 

@@ -66,16 +66,17 @@ class Deprecated(Rule):
                 if m.kind not in ("exact", "prefix") or m.base not in cat.flags:
                     continue
                 info = cat.flags[m.base]
-                where = opt.name_span() or opt.span or launch.span
+                wfile, where = opt.place(launch)
                 if info.get("dep") and opt.sub is None:
-                    yield self.finding(launch.file, where,
+                    yield self.finding(wfile, where,
                                        f"`{opt.name}` is deprecated in vLLM {t}" + _instead(info['dep']),
                                        detail=f"vLLM says: {_said(info['dep'])}")
                 value = flag_value(opt) if opt.sub is None else None
                 dep_values = info.get("dep_values") or {}
                 if value is not None and value in dep_values:
-                    vspan = opt.value.span if opt.value is not None and opt.value.span else where
-                    yield self.finding(launch.file, vspan,
+                    vfile, vspan = (opt.value.file, opt.value.span) if opt.value is not None and opt.value.span \
+                        and opt.value.file is not None else (wfile, where)
+                    yield self.finding(vfile, vspan,
                                        f"`{opt.name} {value}` is deprecated in vLLM {t}" + _instead(_text(dep_values[value])),
                                        detail=f"vLLM says: {_said(_text(dep_values[value]))}")
                 spec = cat.json_flag(m.base)
@@ -86,12 +87,12 @@ class Deprecated(Rule):
                     if not field:
                         continue
                     if field.get("dep"):
-                        yield self.finding(launch.file, key.span or where,
+                        yield self.finding(*key.place(launch),
                                            f"`{key.key}` of {m.base} is deprecated in vLLM {t}" + _instead(field['dep']),
                                            detail=f"vLLM says: {_said(field['dep'])}")
                     fdv = field.get("dep_values") or {}
                     if isinstance(key.value, (str, int, float)) and str(key.value) in fdv:
-                        yield self.finding(launch.file, key.span or where,
+                        yield self.finding(*key.place(launch),
                                            f"`{key.key}: {key.value}` of {m.base} is deprecated in vLLM {t}"
                                            + _instead(_text(fdv[str(key.value)])),
                                            detail=f"vLLM says: {_said(_text(fdv[str(key.value)]))}")

@@ -62,7 +62,6 @@ class JsonConfigKey(Rule):
                 for key in json_keys(opt) or []:
                     if key.key in spec["fields"]:
                         continue
-                    where = key.span or opt.span or launch.span
                     head = f"`{key.key}` is not a field of {spec['class']} ({m.base}) in vLLM {t}"
                     gone = hist.json_field_removed(m.base, key.key, self.target)
                     added = None if gone else self._added(hist, m.base, key.key)
@@ -73,7 +72,7 @@ class JsonConfigKey(Rule):
                     else:
                         close = difflib.get_close_matches(key.key, list(spec["fields"]), n=1, cutoff=0.75)
                         why = f" (did you mean `{close[0]}`?)" if close else ""
-                    yield self.finding(launch.file, where, head + why,
+                    yield self.finding(*key.place(launch), head + why,
                                        detail="The server refuses to start: unknown fields are forbidden.")
 
     def _added(self, hist, flag, key):

@@ -1,4 +1,5 @@
 import ast
+import functools
 import json
 import re
 import shlex
@@ -58,7 +59,7 @@ class DefaultChanged(Rule):
     fix = "sometimes"
 
     def check(self, project):
-        from vllmlint.knowledge.catalogue import for_target, load, release_for, versions, vkey
+        from vllmlint.knowledge.catalogue import for_target, load, release_for
         from vllmlint.knowledge.catalogue.argv import is_vllm, options
         from vllmlint.knowledge.versions import fmt
 
@@ -80,20 +81,11 @@ class DefaultChanged(Rule):
                 continue                # options built at run time or read from a file: unknown
             given = {o.match.base for o in opts if o.match.kind in ("exact", "prefix")}
             given |= {o.match.base for o in options(launch, old) if o.match.kind in ("exact", "prefix")}
-            between = [v for v in versions() if vkey(today) < vkey(v) <= vkey(new.version)]
-            for flag, entry in new.flags.items():
-                if flag in given or entry.get("dep") or new.json_flag(flag):
+            for flag, entry, before, was, now, changed_in in _changed_defaults(today, new.version):
+                if flag in given:
                     continue
                 if launch.kind == ENGINE and str(entry.get("cfg", "")).startswith("FrontendArgs"):
                     continue
-                before = old.flags.get(flag)
-                if before is None or before.get("dep"):
-                    continue
-                was, now = default_value(before.get("default")), default_value(entry.get("default"))
-                if was is _MISSING or now is _MISSING or was == now or (_empty(was) and _empty(now)):
-                    continue
-                changed_in = next((v for v in between
-                                   if default_value(load(v).flags.get(flag, {}).get("default")) != was), new.version)
                 where = f"{entry['cfg']}, {entry['at']}" if entry.get("cfg") else entry.get("at", "")
                 item = _pin(flag, was, before)
                 how = f"set `{item}` to keep it" if item else "set it to keep today's behaviour"
@@ -115,6 +107,32 @@ class DefaultChanged(Rule):
                                           + ("" if changed_in == t else f"; the target is {t}") + ".")
 
 
+@functools.lru_cache(maxsize=None)
+def _changed_defaults(today: str, target: str) -> tuple:
+    """Every flag of `target` whose default differs from `today`'s, with the first release in
+    between that changed it: (flag, entry, before, was, now, changed_in). The same for every
+    launch on `today`, so computed once per pair of releases (it parses every default)."""
+    from vllmlint.knowledge.catalogue import load, versions, vkey
+
+    new, old = load(target), load(today)
+    between = [v for v in versions() if vkey(today) < vkey(v) <= vkey(target)]
+    out = []
+    for flag, entry in new.flags.items():
+        if entry.get("dep") or new.json_flag(flag):
+            continue
+        before = old.flags.get(flag)
+        if before is None or before.get("dep"):
+            continue
+        was, now = default_value(before.get("default")), default_value(entry.get("default"))
+        if was is _MISSING or now is _MISSING or was == now or (_empty(was) and _empty(now)):
+            continue
+        changed_in = next((v for v in between
+                           if default_value(load(v).flags.get(flag, {}).get("default")) != was), target)
+        out.append((flag, entry, before, was, now, changed_in))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
 def default_value(text):
     """The literal a default's source text stands for: `Field(default=1, ge=1)` -> 1,
     `field(default_factory=list)` -> [], `field(default_factory=lambda: ["*"])` -> ["*"];

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vllmlint import cli
 from vllmlint.lint import engine
 from vllmlint.cli import main
 
@@ -315,14 +314,16 @@ def test_go_template_that_never_mentions_vllm_is_skipped(tmp_path: Path):
 def test_file_deleted_between_discovery_and_read(tmp_path: Path, monkeypatch):
     gone = tmp_path / "gone.sh"
     gone.write_text(GOOD)
-    real = cli.discover
+    from vllmlint.lint import checkrun      # where `check` discovers its files
+
+    real = checkrun.discover
 
     def discover_then_delete(paths, *a, **k):
         found = real(paths, *a, **k)
         gone.unlink()
         return found
 
-    monkeypatch.setattr(cli, "discover", discover_then_delete)
+    monkeypatch.setattr(checkrun, "discover", discover_then_delete)
     (tmp_path / "launch.sh").write_text(GOOD)
     result = invoke("check", "--fix", str(tmp_path))
     assert f"{gone}:0: cannot read: No such file or directory" in result.stderr.splitlines()

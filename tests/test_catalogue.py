@@ -166,6 +166,7 @@ def test_catalogue_covers_releases():
     vs = versions()
     assert vs[0] == "0.6.6" and set(KB_VERSIONS) <= set(vs)
     assert vs == sorted(vs, key=catalogue.vkey)
+    assert vs == catalogue.index()["versions"]       # the file names and the index agree
     for v in vs:
         cat = load(v)
         assert len(cat.flags) > 100 and len(cat.env) > 50, v

@@ -488,3 +488,41 @@ def test_vllm_config_without_extra_args_gets_the_list(tmp_path):
         out = _run(["migrate", "--to", "0.30.0", str(tree)])
         assert out.returncode == 1 and "values-prod.yaml:21:9: VL001" in out.stdout
         assert (tree / "values-prod.yaml").read_text() == want
+
+
+IMAGE_FROM_VALUES_TEMPLATE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  template:
+    spec:
+      containers:
+        - name: engine
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+          args: ["--model", "{{ .Values.model }}", "--swap-space", "4"]
+"""
+
+
+def test_image_from_values_args_only_container(tmp_path):
+    """The most common chart shape: the image from `repository` + `tag` values and only args in
+    the template. The marker rendering must find the launch the real one finds (its image is a
+    marker there); the template's own flag is reported at the template; `repository:` without a
+    tag on its line is no floating tag."""
+    root = tmp_path / "chart"
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text("apiVersion: v2\nname: engine\nversion: 0.1.0\n")
+    (root / "values.yaml").write_text(
+        "image:\n  repository: vllm/vllm-openai\n  tag: v0.29.0\nmodel: Qwen/Qwen2.5-7B\n")
+    (root / "templates/deployment.yaml").write_text(IMAGE_FROM_VALUES_TEMPLATE)
+    launches = _run(["launches", "--format", "json", str(root)])
+    import json
+    [launch] = json.loads(launches.stdout)
+    assert launch["argv"] == ["vllm", "serve", "--model", "Qwen/Qwen2.5-7B", "--swap-space", "4"]
+    assert launch["release"] == "0.29.0"
+    out = _run(["check", str(root)]).stdout
+    assert f"{root}/templates/deployment.yaml:11:53: VL302" in out
+    migrated = _run(["migrate", "--to", "0.30.0", "--diff", str(root)])
+    assert "+  tag: v0.30.0" in migrated.stdout
+    assert "no tag" not in migrated.stderr + migrated.stdout

@@ -1,4 +1,4 @@
-"""`python -m vllmlint ...`: the same CLI as the `vllmlint` command."""
-from .cli import main
+"""`python -m vllmlint ...`: the same command as `vllmlint`."""
+from .entry import main
 
 main()

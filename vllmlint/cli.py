@@ -12,47 +12,25 @@ import sys
 import click
 
 from . import __version__
+from .lint.checkrun import (UsageError, catalogue_folder as _added_dir, file_notes,
+                            run_check, use_catalogue as _use, values_paths as _values_paths, write_fixes as _write)
+from .lint.checkrun import failing_problems as _problems
+from .lint.checkrun import resolve_target as _resolve_target_plain
 from .lint.discovery import discover
-from .knowledge.versions import parse_version
 
 DEFAULT_TARGET = "0.30.0"
 
 
-def _added_dir(settings=None):
-    """The folder of added releases: $VLLMLINT_CATALOGUE_DIR, the settings' catalogue-dir, the cache."""
-    from pathlib import Path
-
-    from .knowledge.catalogue.added import folder
-    from .lint.config import ConfigError, load_settings
-
-    if settings is None:
-        try:
-            settings = load_settings(Path.cwd())
-        except ConfigError:
-            settings = None
-    return folder(settings.catalogue_dir if settings is not None else None)
+def _usage(err: UsageError) -> click.ClickException:
+    """checkrun's usage error as click words it."""
+    return click.BadParameter(str(err), param_hint=err.hint) if err.hint else click.UsageError(str(err))
 
 
 def _resolve_target(value: str, param_hint: str, added_dir):
-    """A catalogued release, `latest` (the newest built-in one) or the name of an added release
-    -> (release number, the added catalogue or None); anything else is a usage error."""
-    from .knowledge.catalogue import resolve
-
     try:
-        return resolve(value, added_dir)
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint=param_hint) from None
-
-
-def _use(cat) -> None:
-    """Rules read the added release `cat` as the target's catalogue (None: the built-in ones)."""
-    from .knowledge.catalogue import use
-
-    use(cat)
-
-
-def _codes(values: tuple[str, ...]) -> list[str]:
-    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+        return _resolve_target_plain(value, param_hint, added_dir)
+    except UsageError as err:
+        raise _usage(err) from None
 
 
 # Short-lived sub-commands that build many small, acyclic objects and exit.
@@ -79,31 +57,9 @@ FORMATS = ["text", "json", "sarif", "github", "gitlab"]
 FAIL_LEVELS = ["error", "warning", "info"]
 
 
-def _problems(problems, verbose: bool) -> list:
-    """The problems that fail the run: files that concern vLLM and could not be read. A file
-    that never mentions vLLM (a Terraform `*.tpl`, a sample YAML full of `{{ }}`) is skipped and
-    listed only with --verbose, so one stray template does not turn a clean repository's CI red."""
-    if verbose:
-        for p in problems:
-            if not p.concerns_vllm:
-                click.echo(f"{p} (skipped: it never mentions vLLM)", err=True)
-    return [p for p in problems if p.concerns_vllm]
-
-
 VERBOSE = click.option("-v", "--verbose", is_flag=True,
                        help="Also list the files skipped because they cannot be parsed and never mention vLLM, "
                             "and say how each file was read (a Helm chart: which engine rendered it, with which values).")
-
-
-def check_codes(codes: list[str], option: str) -> None:
-    """Every code or prefix names at least one rule (or is ALL): a typo is a usage error."""
-    from .lint.registry import load_rules
-
-    known = list(load_rules())
-    bad = [c for c in codes if c.upper() != "ALL" and not any(k.startswith(c.upper()) for k in known)]
-    if bad:
-        raise click.UsageError(f"{option}: unknown rule code or prefix {', '.join(map(repr, bad))}; "
-                               f"see `vllmlint rules`")
 
 
 @main.command()
@@ -152,201 +108,11 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
           exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, show_details, verbose,
           values_files):
     """Check PATHS (default: the current folder; `-`: one file from stdin)."""
-    from pathlib import Path
-
-    from .lint.config import ConfigError, load_settings
-    from .lint.engine import check_and_fix
-    from .lint.registry import selected_rules
-    from .lint.report import failing, render, render_statistics, summary, unified_diff
-
     try:
-        settings = load_settings(Path.cwd(), config_file)
-    except ConfigError as err:
-        raise click.UsageError(str(err)) from None
-    check_codes(_codes(select), "--select")
-    check_codes(_codes(ignore), "--ignore")
-    settings.select = _codes(select) or settings.select
-    settings.ignore = _codes(ignore) + settings.ignore
-    fail_level = fail_level or settings.fail_level
-    added_dir = _added_dir(settings)
-    added = None
-    if target_version is None:
-        # the settings' target is checked like --target-version: a release that is not catalogued
-        # (0.99.0, 0.5.0) would otherwise turn rules off without a word
-        from .knowledge.catalogue import resolve
-
-        try:
-            target_version, added = resolve(settings.target_version.strip(), added_dir)
-        except ValueError as err:
-            raise click.UsageError(f"{settings.source}: target-version: {err}") from None
-        if added is None:
-            settings.target_version = ".".join(map(str, target_version))
-    else:
-        target_version, added = _resolve_target(target_version, "'--target-version'", added_dir)
-        settings.target_version = added.name if added is not None else ".".join(map(str, target_version))
-    _use(added)
-    settings.topology = topology or settings.topology
-    settings.model_config = model_config or settings.model_config
-    settings.prompt_tokens = prompt_tokens or settings.prompt_tokens
-    if settings.topology:         # a bad topology file is a usage error, not an internal one in VL201
-        from .knowledge.topology import parse_topology
-        try:
-            parse_topology(Path(settings.topology).read_text())
-        except (OSError, ValueError) as err:
-            raise click.UsageError(f"--topology {settings.topology}: {err}") from None
-    if show_settings:
-        click.echo(json.dumps(settings.as_dict(), indent=2))
-        sys.exit(0)
-
-    stdin = "-" in paths
-    if stdin:
-        if len(paths) > 1:
-            raise click.UsageError("`-` (stdin) is checked on its own: name no other PATH with it")
-        candidates, missing, tmp, raw_stdin = _stdin_candidate(stdin_filename)
-        helm_values = {}
-    else:
-        if stdin_filename:
-            raise click.UsageError("--stdin-filename goes with `-` as PATH")
-        helm_values = settings.chart_values(values_files)
-        candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
-        candidates = [c for c in candidates
-                      if not (settings.exclude and (force_exclude or not c.explicit)
-                              and settings.excluded(c.display, c.path))]
-    if not candidates and not missing:
-        click.echo(f"warning: no vLLM config found in {' '.join(paths) or '.'}", err=True)
-    options = {"topology": settings.topology, "model_config": settings.model_config,
-               "prompt_tokens": settings.prompt_tokens}
-    rules = list(selected_rules(target_version, settings.select, settings.ignore, options))
-    try:
-        outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings,
-                                helm_values=helm_values)
-    finally:
-        if stdin:
-            import shutil
-
-            shutil.rmtree(tmp, ignore_errors=True)
-    problems = _problems(outcome.problems, verbose)
-    errors = list(missing) + [str(p) for p in problems] + outcome.dropped
-    note = (lambda s: None) if quiet else (lambda s: click.echo(s, err=True))
-    for line in file_notes(outcome.project, verbose):
-        note(line)
-    report_err = False             # findings go to stderr: stdout holds the fixed file (stdin --fix)
-    changed = outcome.changed()
-    if diff:
-        for path, (orig, new) in sorted(changed.items(), key=lambda kv: kv[1][0].display):
-            click.echo(unified_diff(orig.display, orig.text, new), nl=False)
-        if outcome.fixed:
-            note(f"Would fix {len(outcome.fixed)} finding(s) in {len(changed)} file(s).")
-    elif fix and stdin:
-        from .lint.sources import encode
-
-        if candidates:
-            [cand] = candidates
-            orig, new = changed.get(cand.path, (None, None))
-            sys.stdout.flush()
-            sys.stdout.buffer.write(encode(orig, new) if orig is not None else raw_stdin)
-            sys.stdout.buffer.flush()
-        report_err = True
-    elif fix:
-        errors += _write(outcome)
-        if outcome.fixed:
-            note(f"Fixed {len(outcome.fixed)} finding(s) in {len(changed)} file(s).")
-    findings = outcome.findings
-    if write_baseline:
-        from .lint.baseline import write
-
-        write(Path(write_baseline), findings)
-        note(f"Wrote {len(findings)} finding(s) to {write_baseline}.")
-        findings = []
-    elif baseline:
-        from .lint.baseline import new_findings, read
-
-        try:
-            findings = new_findings(findings, read(Path(baseline)))
-        except ValueError as err:
-            raise click.UsageError(str(err)) from None
-    if not diff:
-        out_stream = sys.stderr if report_err else sys.stdout
-        if show_statistics:
-            out = render_statistics(findings, "json" if fmt == "json" else "text")
-        else:
-            out = render(findings, fmt, rules=rules, suppressed=outcome.suppressed,
-                         color=fmt == "text" and out_stream.isatty(), problems=problems, details=show_details)
-        if out or fmt in ("json", "sarif", "gitlab"):
-            click.echo(out, err=report_err)
-        if fmt == "text" and not quiet and not show_statistics and candidates:
-            click.echo(summary(findings, len(outcome.fixed) if fix else None), err=report_err)
-    for line in errors:
-        click.echo(line, err=True)
-    if errors:
-        sys.exit(2)
-    if exit_zero:
-        sys.exit(0)
-    if diff:
-        sys.exit(1 if changed else 0)
-    if exit_non_zero_on_fix and fix and outcome.fixed:
-        sys.exit(1)
-    sys.exit(1 if failing(findings, fail_level) else 0)
-
-
-def _values_paths(helm_values: dict, paths) -> list[str]:
-    """Values files to read with the run (so that fixes in them are written): `--values` files,
-    and the setting's files of charts inside PATHS."""
-    from pathlib import Path
-
-    import os
-
-    roots = [Path(p).absolute() for p in (list(paths) or ["."])]
-    out = []
-    for chart, files in helm_values.items():
-        if chart is None or any(chart == r or chart.is_relative_to(r) for r in roots):
-            out += [os.path.relpath(f) if f.is_relative_to(Path.cwd()) else str(f) for f in files if f.exists()]
-    return out
-
-
-def file_notes(project, verbose: bool) -> list[str]:
-    """How files were read, for the user: with --verbose every note; without it, only that a
-    Helm chart was not rendered (an info note: its templates were read masked)."""
-    out = []
-    for pf in project.files:
-        for n in pf.notes:
-            chart = pf.source.path.name == "Chart.yaml"
-            if verbose or (chart and (n.startswith("Helm chart not rendered") or " failed:" in n)):
-                out.append(f"{'info' if chart else 'note'}: {pf.source.display}: {n}")
-    return out
-
-
-def _stdin_candidate(name: str | None):
-    """The file read from stdin as a candidate: written to a private temporary folder under
-    its --stdin-filename (which decides its kind), reported under that name."""
-    import tempfile
-    from pathlib import Path
-
-    from .lint.discovery import Candidate, MAX_SNIFF, classify
-
-    raw = sys.stdin.buffer.read()
-    base = Path(name).name if name else "stdin"
-    kind = classify(Path(base), raw[:MAX_SNIFF])
-    if kind is None:
-        raise click.UsageError("cannot tell what kind of file stdin holds: name it with --stdin-filename "
-                               "(e.g. compose.yaml, Dockerfile, launch.sh)")
-    tmp = Path(tempfile.mkdtemp(prefix="vllmlint-stdin-"))
-    path = tmp / base
-    path.write_bytes(raw)
-    return [Candidate(path, name or "-", kind, explicit=True)], [], tmp, raw
-
-
-def _write(outcome) -> list[str]:
-    from .lint.sources import encode, write_atomic
-
-    errors = []
-    for path, (orig, new) in outcome.changed().items():
-        try:
-            # expect: the bytes the fix was computed on; a file changed meanwhile is left alone
-            write_atomic(path, encode(orig, new), expect=encode(orig, orig.text))
-        except OSError as err:
-            errors.append(f"{orig.display}:0: not written: {err.strerror or err}")
-    return errors
+        code = run_check(**click.get_current_context().params)      # every option, by name
+    except UsageError as err:
+        raise _usage(err) from None
+    sys.exit(code)
 
 
 @main.command()

@@ -22,11 +22,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 KEYS = {"target-version", "select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
         "model-config", "prompt-tokens", "fail-level", "helm-values", "catalogue-dir"}
 
@@ -104,14 +99,27 @@ def find_config(start: Path) -> tuple[Path, dict] | None:
         if own.is_file():
             return own, _load(own)
         py = folder / "pyproject.toml"
-        if py.is_file():
+        if py.is_file() and _mentions_vllmlint(py):
             data = _load(py).get("tool", {}).get("vllmlint")
             if data is not None:
                 return py, data
     return None
 
 
+def _mentions_vllmlint(path: Path) -> bool:
+    """A pyproject.toml that never says `vllmlint` has no [tool.vllmlint]: not parsed (a TOML
+    parser costs a pre-commit run more than the check of one file)."""
+    try:
+        return b"vllmlint" in path.read_bytes()
+    except OSError:
+        return True            # _load words the error
+
+
 def _load(path: Path) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:

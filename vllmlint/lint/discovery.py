@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +92,8 @@ def _looks_like_dockerfile(head: bytes) -> bool:
 
 def _git_files(root: Path) -> list[Path] | None:
     try:
+        import subprocess          # only for a folder: named files need no git
+
         out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
                               "--exclude-standard"], capture_output=True, timeout=60, check=True)
     except (OSError, subprocess.SubprocessError):

@@ -86,13 +86,18 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
 def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tuple[list[Finding], list[Problem]]:
     findings: list[Finding] = []
     problems: list[Problem] = []
-    for rule in rules:
-        try:
-            findings.extend(rule.check(project))
-        except Exception as err:   # a rule bug must not hide the other rules' findings
-            where = traceback.extract_tb(err.__traceback__)[-1]
-            problems.append(Problem("vllmlint", 0, f"internal error in {rule.code}: {err!r} "
-                                    f"at {Path(where.filename).name}:{where.lineno}"))
+    from ..knowledge.catalogue.argv import forget_options
+
+    try:
+        for rule in rules:
+            try:
+                findings.extend(rule.check(project))
+            except Exception as err:   # a rule bug must not hide the other rules' findings
+                where = traceback.extract_tb(err.__traceback__)[-1]
+                problems.append(Problem("vllmlint", 0, f"internal error in {rule.code}: {err!r} "
+                                        f"at {Path(where.filename).name}:{where.lineno}"))
+    finally:
+        forget_options()       # the rules share each launch's options; the next project has others
     from .report import mask_secrets, secret_values
 
     secrets = secret_values(project)      # a message never shows a token, key or password

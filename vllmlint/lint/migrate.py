@@ -21,6 +21,7 @@ IMAGE_TAG_RE = re.compile(
 FLOATING_TAG_RE = re.compile(
     r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
     r"(?::(?P<tag>latest|nightly[\w.\-]*|[0-9a-f]{7,40})\b|(?=[\"']?[ \t]*(?:#.*)?$))(?!@)", re.M)
+REPOSITORY_KEY_RE = re.compile(r"[\w.-]*repo(?:sitory)?[\"']?[ \t]*:[ \t]*[\"']?$", re.I)
 KUSTOMIZE_TAG_RE = re.compile(r"(?m)^(?P<lead>\s*newTag:\s*[\"']?)(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)")
 # the forms a bump rewrites whole: vX.Y.Z, X.Y.Z, vX.Y.Z.N, X.Y.Z.postN
 PLAIN_TAG_RE = re.compile(r"^v?\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?$")
@@ -133,6 +134,8 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
         for m in FLOATING_TAG_RE.finditer(text):
             if source.kind == "requirements":
                 continue
+            if not m.group("tag") and REPOSITORY_KEY_RE.search(text, text.rfind("\n", 0, m.start()) + 1, m.start()):
+                continue        # a chart's `repository:` value: its tag is a key of its own (`tag:`, appVersion)
             tag = m.group("tag") or "latest"
             written = m.group(0) if m.group("tag") else f"{m.group('image')} (no tag: latest)"
             bumps.append(Bump(source, source.line_col(m.start())[0], written,

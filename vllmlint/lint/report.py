@@ -1,7 +1,6 @@
 """Findings to text and JSON, secrets masked."""
 from __future__ import annotations
 
-import difflib
 import json
 import re
 
@@ -380,5 +379,7 @@ def diff_path(display: str) -> str:
 
 def unified_diff(display: str, old: str, new: str) -> str:
     name = diff_path(display)
+    import difflib               # only for --diff
+
     return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                         fromfile=f"a/{name}", tofile=f"b/{name}"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import codecs
 import errno
 import os
-import tempfile
 from pathlib import Path
 
 from ..model.launch import SourceFile
@@ -77,6 +76,8 @@ def write_atomic(path: Path, data: bytes, expect: bytes | None = None) -> None:
     if not os.access(path, os.W_OK) or not st.st_mode & 0o222:
         raise PermissionError(errno.EACCES, "the file is read-only")
     mode = st.st_mode & 0o7777
+    import tempfile              # only when a fix is written
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".vllmlint", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

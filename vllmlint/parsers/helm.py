@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 MARKER_RE = re.compile(r"zqx(\d+)zq")
+IMAGE_LINE = re.compile(r"^([ \t]*(?:-[ \t]+)?image:[ \t]*)(.*)$", re.M)
 STR_TAG = "tag:yaml.org,2002:str"
 
 
@@ -319,7 +320,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                 if tpl is None or "vllm" not in text:
                     continue
                 vfile = SourceFile(tpl, f"{name} (rendered)", text, "k8s")
-                mfile = SourceFile(tpl, f"{name} (rendered)", marked.get(name, ""), "k8s")
+                mfile = SourceFile(tpl, f"{name} (rendered)", _real_images(marked.get(name, ""), vs), "k8s")
                 try:
                     rp, mp = YamlParser(vfile).parse(), YamlParser(mfile).parse()
                 except Exception:
@@ -432,6 +433,17 @@ def _literal_span(src, value: str):
         return None
     i = src.text.find(value)
     return (i, i + len(value)) if i >= 0 else None
+
+
+def _real_images(marked: str, vs: ValuesSet) -> str:
+    """The marker rendering with its `image:` values as the real rendering has them: whether a
+    container is vLLM is read from its image (`image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"`
+    renders `zqx0zq:zqx1zq` there), so both renderings must find the same launches to be paired."""
+    def real(m: re.Match) -> str:
+        origin = vs.origin(m.group(1))
+        return origin.node.value if origin is not None else m.group(0)
+
+    return IMAGE_LINE.sub(lambda m: m.group(1) + MARKER_RE.sub(real, m.group(2)), marked)
 
 
 def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item, append_site,

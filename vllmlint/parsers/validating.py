@@ -13,8 +13,6 @@ VL101 stays quiet for a router that validates. A router validates when it is
 """
 from __future__ import annotations
 
-import yaml
-
 from .detect import VALIDATING_ROUTERS
 from ..model.launch import Launch, SourceFile
 
@@ -54,6 +52,8 @@ def _marked_ranges(source: SourceFile) -> list[tuple[int, int, str]]:
     cached = getattr(source, "_validating_ranges", None)
     if cached is not None:
         return cached
+    import yaml                  # here: a shell or Dockerfile run never loads PyYAML
+
     from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates
     from .yamlfile import get, scalar
 

@@ -39,8 +39,17 @@ def index() -> dict:
 
 
 def versions() -> list[str]:
-    """Catalogued releases, oldest first."""
-    return list(index()["versions"])
+    """Catalogued releases, oldest first: the names of the per-release files (index.json lists
+    the same, tests/test_catalogue.py checks; reading it costs a one-file check 5 ms)."""
+    return list(_versions())
+
+
+@lru_cache(maxsize=1)
+def _versions() -> tuple[str, ...]:
+    import os
+
+    names = (n[len("vllm-"):-len(".json")] for n in os.listdir(DATA) if n.startswith("vllm-") and n.endswith(".json"))
+    return tuple(sorted(names, key=vkey))
 
 
 def release_for(target: Version) -> str | None:

@@ -50,6 +50,14 @@ class Opt:
             return start + 1, start + 1 + end               # written quoted, the name without escapes
         return None
 
+    def place(self, launch: Launch) -> tuple:
+        """(file, span) to report this option at: its name, else its token, else the launch.
+        The token's own file: a Helm chart's flag may be written in values.yaml or a template."""
+        span = self.name_span() or self.span
+        if span is not None and self.arg.file is not None:
+            return self.arg.file, span
+        return launch.file, launch.span
+
     def rename(self, new: str) -> Edit | None:
         """An edit that writes `new` in place of the option name, keeping `=value`/quotes."""
         span = self.name_span()
@@ -82,11 +90,16 @@ def options(launch: Launch, cat: Catalogue) -> list[Opt]:
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is launch and hit[1] is cat:
         return hit[2]
-    if len(_CACHE) > 4096:
+    if len(_CACHE) > 1 << 15:          # a bound; run_rules forgets the cache after each project
         _CACHE.clear()
     out = _options(launch, cat)
     _CACHE[key] = (launch, cat, out)
     return out
+
+
+def forget_options() -> None:
+    """Drop the cached options (the launches of a project that has been checked)."""
+    _CACHE.clear()
 
 
 def _options(launch: Launch, cat: Catalogue) -> list[Opt]:
@@ -184,6 +197,13 @@ class JsonKey:
     key: str
     span: Span | None
     value: object
+    file: object = None        # the file `span` is in (the value's; a Helm value lives in values.yaml)
+
+    def place(self, launch: Launch) -> tuple:
+        """(file, span) to report this key at: the key, else as Opt.place."""
+        if self.span is not None and self.file is not None:
+            return self.file, self.span
+        return self.opt.place(launch)
 
 
 def json_keys(opt: Opt) -> list[JsonKey] | None:
@@ -192,7 +212,7 @@ def json_keys(opt: Opt) -> list[JsonKey] | None:
     if opt.sub is not None:
         key = opt.sub.split(".")[0].rstrip("+")
         val = _dotted_value(opt.value.value) if opt.value is not None else None
-        return [JsonKey(opt, key, opt.arg.span, val)]
+        return [JsonKey(opt, key, opt.arg.span, val, opt.arg.file)]
     if opt.value is None or opt.value.dynamic:
         return None
     text = opt.value.value
@@ -213,9 +233,9 @@ def json_keys(opt: Opt) -> list[JsonKey] | None:
             _, end = json.decoder.scanstring(text, member.key_start + 1)
         except (ValueError, IndexError):
             end = member.key_start + len(json.dumps(path[0]))
-        span = opt.value.sub_span(member.key_start, end) or _find_raw(opt.value, path[0]) or opt.value.span \
-            or opt.arg.span
-        out.append(JsonKey(opt, path[0], span, loc.value[path[0]]))
+        span = opt.value.sub_span(member.key_start, end) or _find_raw(opt.value, path[0]) or opt.value.span
+        out.append(JsonKey(opt, path[0], span, loc.value[path[0]], opt.value.file) if span else
+                   JsonKey(opt, path[0], opt.arg.span, loc.value[path[0]], opt.arg.file))
     return out
 
 
