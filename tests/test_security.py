@@ -313,6 +313,8 @@ def test_mask_secrets_forms():
         "MY_TOKEN=$TOKEN": "MY_TOKEN=$TOKEN",                        # a reference, not a secret
         "VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1 kv_role: kv_both": "VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1 kv_role: kv_both",
         "`--api-key` is deprecated": "`--api-key` is deprecated",
+        "--max-num-batched-token=8192": "--max-num-batched-token=8192",    # a count, not a token
+        "--hf_token=hf_x": "--hf_token=****",
     }
     for text, want in cases.items():
         assert mask_secrets(text) == want, text

@@ -73,8 +73,15 @@ def mask_secrets(text: str, known=()) -> str:
         text = text.replace(value, MASK)
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + MASK, text)
-    text = _NAME_VALUE.sub(lambda m: m.group(1) + m.group(2) + MASK
-                           if is_secret(m.group(1)) and not _PLAIN.match(m.group(3)) else m.group(0), text)
+    def name_value(m: re.Match) -> str:
+        name, flag = m.group(1), m.string[max(m.start(1) - 2, 0):m.start(1)] == "--"
+        if flag and re.search(r"(?i)token$", name):
+            return m.group(0)          # `--max-num-batched-token=8192`: a count (--hf-token is masked above)
+        if is_secret(name) and not _PLAIN.match(m.group(3)):
+            return m.group(1) + m.group(2) + MASK
+        return m.group(0)
+
+    text = _NAME_VALUE.sub(name_value, text)
     return _TOKEN_SHAPES.sub(MASK, text)
 
 
