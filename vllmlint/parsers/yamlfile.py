@@ -11,6 +11,7 @@ import re
 
 import yaml
 
+from . import crds
 from .detect import detect, is_vllm_image, serve_kind
 from ..model.launch import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef, SourceFile,
                      normalize_flag)
@@ -226,8 +227,11 @@ class YamlParser:
         return []
 
     def launch_from(self, command: yaml.Node | None, args: yaml.Node | None, image: str | None,
-                    env: list[EnvEntry], context: str, group: str, env_from: list[str]) -> None:
-        """Build the launch(es) of one container or service from its command and args."""
+                    env: list[EnvEntry], context: str, group: str, env_from: list[str],
+                    known_vllm: bool = False) -> None:
+        """Build the launch(es) of one container or service from its command and args
+        (`known_vllm`: what runs them is vLLM's `vllm serve`, whatever the image, e.g. a KubeAI
+        Model of engine VLLM)."""
         for node in (command, args):
             if node is not None:
                 self.consumed.update(id(n) for n in [node, *getattr(node, "value", [])] if isinstance(n, yaml.Node))
@@ -246,13 +250,13 @@ class YamlParser:
         nodes = self.argv_nodes(command) + self.argv_nodes(args)
         string_cmd = next((n for n in (command, args) if isinstance(n, yaml.ScalarNode) and n.value.strip()), None)
         if string_cmd is not None and not nodes:
-            if is_vllm_image(image) and command is None and not self._ray:
+            if (known_vllm or is_vllm_image(image)) and command is None and not self._ray:
                 offs = self.offsets(string_cmd)
                 words = split_words(self.source, string_cmd.value, offs) if offs else []
                 self._implied(words, image, env, context, group, env_from, site=None, string_node=string_cmd)
             return
         if not nodes:
-            if is_vllm_image(image) and command is None and args is None and not self._ray:
+            if (known_vllm or is_vllm_image(image)) and command is None and args is None and not self._ray:
                 self._implied([], image, env, context, group, env_from, site=None)
             return
         argv = [self.arg(n) for n in nodes]
@@ -282,7 +286,7 @@ class YamlParser:
             if site is None:
                 launch.not_editable = "its argv list ends in a form vllmlint does not edit"
             self._add([launch], env_from)
-        elif command is None and not self._ray and (is_vllm_image(image) or (
+        elif command is None and not self._ray and (known_vllm or is_vllm_image(image) or (
                 _looks_like_vllm_args(values) and _image_may_be_vllm(image))):
             self._implied(argv, image, env, context, group, env_from, site)
 
@@ -428,6 +432,13 @@ class YamlParser:
         labelled = "labels" in self.masked[doc.start_mark.index:doc.end_mark.index]
         self._where = {"hostnames": [meta_name] if meta_name else [], "labels": _all_labels(doc) if labelled else {}}
         owner = f"{kind}/{meta_name}" if kind else (meta_name or f"document {index + 1}")
+        if crds.is_kubeai_model(doc) and crds.engine_field(self, get(doc, "spec")) is not None:
+            crds.kubeai_model(self, doc, owner, index)      # engine VLLM: vLLM; any other: not
+            return
+        if kind == "RayService":
+            crds.ray_service(self, doc, owner, index)
+        elif not kind and crds.is_serve_config(doc):
+            crds.serve_config(self, doc, owner, index)
         if not kind:
             from .helm_values import is_stack_values, read_stack_values
             if is_stack_values(doc):        # production-stack chart values, read without the chart
@@ -533,7 +544,19 @@ class YamlParser:
             if ref:
                 env_from.append(ref)
         before = len(self.pf.launches)
-        self.launch_from(get(node, "command"), get(node, "args"), image, env, context, group, env_from)
+        engine = crds.engine_field(self, node)
+        if engine == "other":
+            return              # a KubeAI catalogue entry of another engine (OLlama, Infinity...)
+        values = [scalar(n) or "" for n in self.argv_nodes(get(node, "command")) + self.argv_nodes(get(node, "args"))]
+        if crds.hf_server(node, parent_key, image, values):
+            # KServe's Hugging Face server: vLLM only with --backend=vllm, never its flags as `vllm serve`
+            if crds.hf_backend(values) == "vllm":
+                crds.hf_server_launch(self, node, image, env, context, group, env_from)
+            else:
+                self._args_in_env(node, image, env, context, group, env_from)
+            return
+        self.launch_from(get(node, "command"), get(node, "args"), image, env, context, group, env_from,
+                         known_vllm=engine == "vllm" or crds.kserve_vllm_format(node, parent_key))
         if len(self.pf.launches) == before:
             self._args_in_env(node, image, env, context, group, env_from)
 
@@ -547,7 +570,10 @@ class YamlParser:
 
         argv = [self.arg(n) for n in seq.value if isinstance(n, yaml.ScalarNode)]
         image = image_beside(parent) if parent is not None and not self.templated else None
-        if not argv or not (image or _looks_like_vllm_args([a.value for a in argv])):
+        engine = crds.engine_field(self, parent) if key == "args" and parent is not None else None
+        if engine == "other":
+            return              # a KubeAI catalogue entry of another engine: never vLLM
+        if not argv or not (image or engine == "vllm" or _looks_like_vllm_args([a.value for a in argv])):
             return
         env = []
         if image and isinstance(get(parent, "env"), yaml.SequenceNode) and not self._is_container(parent):
