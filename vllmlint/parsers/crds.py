@@ -229,7 +229,7 @@ def _kwarg(parser, k: yaml.Node, v: yaml.Node) -> Arg | None:
 
     name = _scalar(k)
     if not name or not re.fullmatch(r"[A-Za-z_]\w*", name) or isinstance(v, yaml.ScalarNode) and \
-            v.tag == "tag:yaml.org,2002:null" and v.value in ("", "~", "null", "Null", "NULL"):
+            v.tag == "tag:yaml.org,2002:null":
         return None
     flag = "--" + name.replace("_", "-")
     span = (k.start_mark.index, v.end_mark.index)
@@ -238,7 +238,7 @@ def _kwarg(parser, k: yaml.Node, v: yaml.Node) -> Arg | None:
     rest, value_offs, dynamic = "", None, False
     if isinstance(v, yaml.ScalarNode):
         value = v.value
-        if v.style is None and value.lower() in ("true", "false"):
+        if v.tag == "tag:yaml.org,2002:bool":
             if value.lower() == "false":
                 flag = "--no-" + name.replace("_", "-")
         else:

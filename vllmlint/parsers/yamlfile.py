@@ -438,7 +438,7 @@ class YamlParser:
         if kind == "RayService":
             crds.ray_service(self, doc, owner, index)
         elif not kind and crds.is_serve_config(doc):
-            crds.serve_config(self, doc, owner, index)
+            crds.serve_config(self, doc, "Ray Serve config", index)
         if not kind:
             from .helm_values import is_stack_values, read_stack_values
             if is_stack_values(doc):        # production-stack chart values, read without the chart
@@ -547,16 +547,25 @@ class YamlParser:
         engine = crds.engine_field(self, node)
         if engine == "other":
             return              # a KubeAI catalogue entry of another engine (OLlama, Infinity...)
+        if engine == "vllm" and name == "?" and parent_key:
+            context = f"KubeAI model `{parent_key}` ({owner})"
         values = [scalar(n) or "" for n in self.argv_nodes(get(node, "command")) + self.argv_nodes(get(node, "args"))]
         if crds.hf_server(node, parent_key, image, values):
             # KServe's Hugging Face server: vLLM only with --backend=vllm, never its flags as `vllm serve`
+            for part in (get(node, "command"), get(node, "args")):
+                self.consumed.update(id(n) for n in [part, *getattr(part, "value", [])] if isinstance(n, yaml.Node))
             if crds.hf_backend(values) == "vllm":
                 crds.hf_server_launch(self, node, image, env, context, group, env_from)
             else:
                 self._args_in_env(node, image, env, context, group, env_from)
             return
+        kserve_vllm = crds.kserve_vllm_format(node, parent_key)
         self.launch_from(get(node, "command"), get(node, "args"), image, env, context, group, env_from,
-                         known_vllm=engine == "vllm" or crds.kserve_vllm_format(node, parent_key))
+                         known_vllm=engine == "vllm" or kserve_vllm)
+        for launch in self.pf.launches[before:]:
+            if launch.program == "image entrypoint" and (engine == "vllm" or kserve_vllm):
+                launch.via = "via KubeAI engine: VLLM" if engine == "vllm" else \
+                    "via KServe modelFormat vLLM (a vLLM serving runtime; the runtime's args come first)"
         if len(self.pf.launches) == before:
             self._args_in_env(node, image, env, context, group, env_from)
 
@@ -587,6 +596,8 @@ class YamlParser:
                         context=f"`{key}` at line {line} ({owner})", group=f"{self.source.display}#{index}:{key}:{line}",
                         program=f"vllm serve (flags from `{key}`)", append_site=site, env=env, image=image,
                         not_editable=None if site else "its list ends in a form vllmlint does not edit")
+        if engine == "vllm":
+            launch.via = f"via KubeAI engine: VLLM (flags from `{key}`)"
         self._add([launch], [])
 
     def _args_in_env(self, container, image, env, context, group, env_from) -> None:
