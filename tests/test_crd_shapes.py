@@ -190,3 +190,12 @@ def test_removal_before_a_redirect_keeps_one_blank(tmp_path):
     (tmp_path / "a.sh").write_text("#!/bin/bash\nvllm serve m  --disable-log-requests > log 2>&1\n"
                                    "vllm serve m --disable-log-requests   2> err\n")
     assert fix(tmp_path, "a.sh") == "#!/bin/bash\nvllm serve m > log 2>&1\nvllm serve m 2> err\n"
+
+
+def test_kubeai_chart_catalogue_entries_by_engine(tmp_path):
+    values = ("catalog:\n  a:\n    url: hf://org/a\n    engine: VLLM\n    env:\n      VLLM_USE_V1: \"1\"\n"
+              "  b:\n    url: ollama://b\n    engine: OLlama\n  c:\n    url: hf://org/c\n    engine: VLLM\n"
+              "    args: [--swap-space=4]\n")
+    rows = launches(tmp_path, {"values.yaml": values})
+    assert [(r["line"], r["argv"], r["env"]) for r in rows] == [
+        (3, ["vllm", "serve"], {"VLLM_USE_V1": "1"}), (13, ["vllm", "serve", "--swap-space=4"], {})]

@@ -56,6 +56,12 @@ def engine_field(parser, node: yaml.Node) -> str | None:
     return "vllm" if value.strip().lower() == "vllm" else "other"
 
 
+def kubeai_entry(parser, node: yaml.MappingNode) -> bool:
+    """A models-chart catalogue entry of engine VLLM without `args` (those with args are read as
+    containers): KubeAI still starts vLLM for it."""
+    return _get(node, "url") is not None and _get(node, "args") is None and engine_field(parser, node) == "vllm"
+
+
 def is_kubeai_model(doc: yaml.Node) -> bool:
     return _scalar(_get(doc, "kind")) == "Model" and (_scalar(_get(doc, "apiVersion")) or "").startswith("kubeai.org/")
 

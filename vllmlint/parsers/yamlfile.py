@@ -451,7 +451,7 @@ class YamlParser:
                 continue
             seen.add(id(node))
             if isinstance(node, yaml.MappingNode):
-                if self._is_container(node, parent_key):
+                if self._is_container(node, parent_key) or crds.kubeai_entry(self, node):
                     self._container(node, owner, index, parent_key)
                 stack.extend((v, scalar(k)) for k, v in reversed(node.value) if scalar(k) not in NO_CONTAINERS_BELOW)
                 for k, v in node.value:
