@@ -291,3 +291,12 @@ def _env_vars(parser, config: yaml.MappingNode, origin: str) -> list[EnvEntry]:
                                     remove_item(parser.source, parser.text, env, i, env_pair)))
     parser.pf.env.extend(entries)
     return entries
+
+
+def ray_pod_env(parser, launch_start: int, env_start: int) -> None:
+    """The env of a RayService's head and worker containers reaches every Ray worker process
+    there, its vLLM engines included: it comes before each engine's own `runtime_env`."""
+    pod_env = [e for e in parser.pf.env[env_start:] if e.origin.startswith("env of container")]
+    for launch in parser.pf.launches[launch_start:]:
+        if launch.kind == ENGINE and launch.file is parser.source:
+            launch.env = pod_env + launch.env

@@ -435,6 +435,7 @@ class YamlParser:
         if crds.is_kubeai_model(doc) and crds.engine_field(self, get(doc, "spec")) is not None:
             crds.kubeai_model(self, doc, owner, index)      # engine VLLM: vLLM; any other: not
             return
+        launch_start, env_start = len(self.pf.launches), len(self.pf.env)
         if kind == "RayService":
             crds.ray_service(self, doc, owner, index)
         elif not kind and crds.is_serve_config(doc):
@@ -460,6 +461,8 @@ class YamlParser:
                         self._args_list(scalar(k), v, owner, index, node)
             elif isinstance(node, yaml.SequenceNode):
                 stack.extend((v, parent_key) for v in reversed(node.value))
+        if kind == "RayService":
+            crds.ray_pod_env(self, launch_start, env_start)
         self._loose_scripts(doc, owner)
 
     def _loose_scripts(self, doc: yaml.Node, owner: str) -> None:
