@@ -240,7 +240,7 @@ def _kwarg(parser, k: yaml.Node, v: yaml.Node) -> Arg | None:
     flag = "--" + name.replace("_", "-")
     span = (k.start_mark.index, v.end_mark.index)
     ks, ke = k.start_mark.index, k.end_mark.index
-    name_offs = list(range(ks, ke)) if k.style is None and ke - ks == len(name) else None
+    name_offs = list(range(ks, ke)) if parser.text[ks:ke] == name else None
     rest, value_offs, dynamic = "", None, False
     if isinstance(v, yaml.ScalarNode):
         value = v.value
