@@ -199,3 +199,13 @@ def test_kubeai_chart_catalogue_entries_by_engine(tmp_path):
     rows = launches(tmp_path, {"values.yaml": values})
     assert [(r["line"], r["argv"], r["env"]) for r in rows] == [
         (3, ["vllm", "serve"], {"VLLM_USE_V1": "1"}), (13, ["vllm", "serve", "--swap-space=4"], {})]
+
+
+def test_inference_service_naming_a_vllm_runtime_is_vllm(tmp_path):
+    text = ("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata:\n  name: c\nspec:\n"
+            "  predictor:\n    model:\n      modelFormat:\n        name: huggingface\n"
+            "      runtime: team-vllm-runtime\n      args: [--dtype=half]\n")
+    rows = launches(tmp_path, {"i.yaml": text})
+    assert [r["argv"] for r in rows] == [["vllm", "serve", "--dtype=half"]]
+    text = text.replace("team-vllm-runtime", "kserve-huggingfaceserver")
+    assert launches(tmp_path, {"i.yaml": text}) == []

@@ -96,9 +96,16 @@ def _model_format(node: yaml.Node) -> str | None:
     return (_scalar(_get(fmt, "name")) or "").lower() or None
 
 
+def _runtime(node: yaml.Node) -> str:
+    return (_scalar(_get(node, "runtime")) or "").lower()
+
+
 def kserve_vllm_format(node: yaml.Node, parent_key: str | None) -> bool:
-    """An InferenceService predictor `model` of `modelFormat: vLLM`: a vLLM serving runtime."""
-    return parent_key == "model" and _model_format(node) == "vllm"
+    """An InferenceService predictor `model` of `modelFormat: vLLM`, or one that names a vLLM
+    runtime (`runtime: kserve-vllmserver`): a vLLM serving runtime, its args are vLLM's flags."""
+    if parent_key != "model" or _get(node, "modelFormat") is None:
+        return False
+    return _model_format(node) == "vllm" or "vllm" in _runtime(node) and "huggingface" not in _runtime(node)
 
 
 def hf_server(node: yaml.Node, parent_key: str | None, image: str | None, values: list[str]) -> bool:
@@ -110,7 +117,10 @@ def hf_server(node: yaml.Node, parent_key: str | None, image: str | None, values
             return True
     if any(a == "-m" and b == "huggingfaceserver" for a, b in zip(values, values[1:])):
         return True
-    return parent_key == "model" and _model_format(node) == "huggingface"
+    if parent_key != "model" or _model_format(node) != "huggingface":
+        return False
+    runtime = _runtime(node)            # none: KServe picks its Hugging Face runtime
+    return not runtime or "huggingface" in runtime or "vllm" not in runtime
 
 
 def hf_backend(values: list[str]) -> str | None:
