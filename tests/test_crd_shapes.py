@@ -209,3 +209,11 @@ def test_inference_service_naming_a_vllm_runtime_is_vllm(tmp_path):
     assert [r["argv"] for r in rows] == [["vllm", "serve", "--dtype=half"]]
     text = text.replace("team-vllm-runtime", "kserve-huggingfaceserver")
     assert launches(tmp_path, {"i.yaml": text}) == []
+
+
+def test_hf_server_image_running_vllm_serve_itself_is_a_plain_launch(tmp_path):
+    text = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: c\n"
+            "      image: kserve/huggingfaceserver:v0.15.2-gpu\n"
+            "      command: [vllm, serve, org/m, --swap-space, '4']\n")
+    rows = launches(tmp_path, {"p.yaml": text})
+    assert [(r["kind"], r["argv"]) for r in rows] == [("serve", ["vllm", "serve", "org/m", "--swap-space", "4"])]

@@ -120,7 +120,7 @@ def hf_server(node: yaml.Node, parent_key: str | None, image: str | None, values
     if parent_key != "model" or _model_format(node) != "huggingface":
         return False
     runtime = _runtime(node)            # none: KServe picks its Hugging Face runtime
-    return not runtime or "huggingface" in runtime or "vllm" not in runtime
+    return "vllm" not in runtime or "huggingface" in runtime
 
 
 def hf_backend(values: list[str]) -> str | None:

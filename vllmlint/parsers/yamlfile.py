@@ -553,7 +553,7 @@ class YamlParser:
         if engine == "vllm" and name == "?" and parent_key:
             context = f"KubeAI model `{parent_key}` ({owner})"
         values = [scalar(n) or "" for n in self.argv_nodes(get(node, "command")) + self.argv_nodes(get(node, "args"))]
-        if crds.hf_server(node, parent_key, image, values):
+        if crds.hf_server(node, parent_key, image, values) and detect(values) is None:
             # KServe's Hugging Face server: vLLM only with --backend=vllm, never its flags as `vllm serve`
             for part in (get(node, "command"), get(node, "args")):
                 self.consumed.update(id(n) for n in [part, *getattr(part, "value", [])] if isinstance(n, yaml.Node))
