@@ -369,6 +369,38 @@ def remove_from_run(text: str, spans: list[Span], i: int) -> Span | None:
 _BETWEEN_RE = re.compile(r"[ \t]*(?:,[ \t]*)?(?:\\?\r?\n[ \t]*(?:-[ \t]+)?)?")
 
 
+def _remove_array_word(file: SourceFile, text: str, s: int, e: int, line_start: int, before: str) -> list[Edit] | None:
+    """The last word(s) of a shell array or subshell: `CMD=(vllm serve m --flag)`, or `  --flag)`
+    on a line of its own (joined to the line above when that one ends plainly)."""
+    blank = re.search(r"[ \t]+$", before)
+    if before.strip():
+        return [Edit(file, line_start + blank.start(), e, "")] if blank else None
+    if line_start == 0:
+        return None
+    prev_start = text.rfind("\n", 0, line_start - 1) + 1
+    prev = text[prev_start:line_start - 1].rstrip("\r")
+    if prev.strip() and "#" not in prev and not prev.endswith(("\\", "(")):
+        return [Edit(file, prev_start + len(prev), e, "")]
+    return [Edit(file, line_start, e, "")]
+
+
+def _remove_mapping_entry(file: SourceFile, text: str, line_start: int, whole_lines: tuple[int, int],
+                          indent: int) -> list[Edit] | None:
+    """`key: value` of a YAML block mapping on lines of its own (an engine argument written as a
+    key), unless it is the mapping's only entry (the mapping would become null)."""
+    def indent_of(line: str) -> int | None:
+        body = line.split("#", 1)[0] if line.lstrip().startswith("#") else line
+        return len(line) - len(line.lstrip(" \t")) if body.strip() else None
+
+    above = text[:line_start].splitlines()
+    prev = next((indent_of(l) for l in reversed(above) if indent_of(l) is not None), None)
+    below = text[whole_lines[1]:].splitlines()
+    nxt = next((indent_of(l) for l in below if indent_of(l) is not None), None)
+    if (prev is None or prev < indent) and (nxt is None or nxt < indent):
+        return None
+    return [Edit(file, *whole_lines, "")]
+
+
 def remove_args(args: list[Arg]) -> list[Edit] | None:
     """Edits that remove adjacent argv tokens (an option and its values) from the file, in the
     syntax they are written in: a YAML block-list item (its whole line), an element of a JSON,
@@ -406,6 +438,12 @@ def remove_args(args: list[Arg]) -> list[Edit] | None:
         return [Edit(file, lead.start(), e, "")]           # the last element: take the comma before it
     if re.search(r"[\[(][ \t]*$", before) and re.match(r"[ \t]*[\])]", after):
         return [Edit(file, s, e, "")]                      # the only element
+    if file.kind not in ("python", "compose", "k8s", "yaml") and after.lstrip().startswith(")") \
+            and "," not in before[-2:]:
+        return _remove_array_word(file, text, s, e, line_start, before)
+    if file.kind in ("compose", "k8s", "yaml") and getattr(args[0], "keyword_style", None) == "key" \
+            and before.strip() == "" and re.fullmatch(r"[ \t]*(?:#.*)?", after):
+        return _remove_mapping_entry(file, text, line_start, whole_lines, len(before))
     if "," in before[-2:] or after.lstrip().startswith((",", "]", ")")):
         return None
     # shell words (scripts, `sh -c` strings, compose and k8s one-string commands, folded scalars)
@@ -415,11 +453,17 @@ def remove_args(args: list[Arg]) -> list[Edit] | None:
         prev = re.search(r"[ \t]*\\\r?\n[ \t]*$", text[:s])
         if prev:                                            # the last word of a continued command
             return [Edit(file, prev.start(), e, "")]
+        if file.kind != "python":
+            # a word alone on its line with no `\` before it: an array element, a line of a
+            # folded YAML scalar or of a multi-line string: the line goes
+            return [Edit(file, *whole_lines, "")]
         return None
     blank = re.search(r"[ \t]+$", before)
+    trailing = re.match(r"[ \t]+", after)
+    if blank and trailing and after.strip() and len(trailing.group()) > len(blank.group()):
+        return [Edit(file, s, e + trailing.end(), "")]      # `m --flag  > log`: one blank stays
     if blank:
         return [Edit(file, line_start + blank.start(), e, "")]
-    trailing = re.match(r"[ \t]+", after)
     if trailing and after.strip():
         return [Edit(file, s, e + trailing.end(), "")]
     return None

@@ -11,6 +11,7 @@ import re
 
 import yaml
 
+from . import crds
 from .detect import detect, is_vllm_image, serve_kind
 from ..model.launch import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef, SourceFile,
                      normalize_flag)
@@ -226,8 +227,11 @@ class YamlParser:
         return []
 
     def launch_from(self, command: yaml.Node | None, args: yaml.Node | None, image: str | None,
-                    env: list[EnvEntry], context: str, group: str, env_from: list[str]) -> None:
-        """Build the launch(es) of one container or service from its command and args."""
+                    env: list[EnvEntry], context: str, group: str, env_from: list[str],
+                    known_vllm: bool = False) -> None:
+        """Build the launch(es) of one container or service from its command and args
+        (`known_vllm`: what runs them is vLLM's `vllm serve`, whatever the image, e.g. a KubeAI
+        Model of engine VLLM)."""
         for node in (command, args):
             if node is not None:
                 self.consumed.update(id(n) for n in [node, *getattr(node, "value", [])] if isinstance(n, yaml.Node))
@@ -246,13 +250,13 @@ class YamlParser:
         nodes = self.argv_nodes(command) + self.argv_nodes(args)
         string_cmd = next((n for n in (command, args) if isinstance(n, yaml.ScalarNode) and n.value.strip()), None)
         if string_cmd is not None and not nodes:
-            if is_vllm_image(image) and command is None and not self._ray:
+            if (known_vllm or is_vllm_image(image)) and command is None and not self._ray:
                 offs = self.offsets(string_cmd)
                 words = split_words(self.source, string_cmd.value, offs) if offs else []
                 self._implied(words, image, env, context, group, env_from, site=None, string_node=string_cmd)
             return
         if not nodes:
-            if is_vllm_image(image) and command is None and args is None and not self._ray:
+            if (known_vllm or is_vllm_image(image)) and command is None and args is None and not self._ray:
                 self._implied([], image, env, context, group, env_from, site=None)
             return
         argv = [self.arg(n) for n in nodes]
@@ -282,7 +286,7 @@ class YamlParser:
             if site is None:
                 launch.not_editable = "its argv list ends in a form vllmlint does not edit"
             self._add([launch], env_from)
-        elif command is None and not self._ray and (is_vllm_image(image) or (
+        elif command is None and not self._ray and (known_vllm or is_vllm_image(image) or (
                 _looks_like_vllm_args(values) and _image_may_be_vllm(image))):
             self._implied(argv, image, env, context, group, env_from, site)
 
@@ -428,6 +432,14 @@ class YamlParser:
         labelled = "labels" in self.masked[doc.start_mark.index:doc.end_mark.index]
         self._where = {"hostnames": [meta_name] if meta_name else [], "labels": _all_labels(doc) if labelled else {}}
         owner = f"{kind}/{meta_name}" if kind else (meta_name or f"document {index + 1}")
+        if crds.is_kubeai_model(doc) and crds.engine_field(self, get(doc, "spec")) is not None:
+            crds.kubeai_model(self, doc, owner, index)      # engine VLLM: vLLM; any other: not
+            return
+        launch_start, env_start = len(self.pf.launches), len(self.pf.env)
+        if kind == "RayService":
+            crds.ray_service(self, doc, owner, index)
+        elif not kind and crds.is_serve_config(doc):
+            crds.serve_config(self, doc, "Ray Serve config", index)
         if not kind:
             from .helm_values import is_stack_values, read_stack_values
             if is_stack_values(doc):        # production-stack chart values, read without the chart
@@ -440,7 +452,7 @@ class YamlParser:
                 continue
             seen.add(id(node))
             if isinstance(node, yaml.MappingNode):
-                if self._is_container(node, parent_key):
+                if self._is_container(node, parent_key) or crds.kubeai_entry(self, node):
                     self._container(node, owner, index, parent_key)
                 stack.extend((v, scalar(k)) for k, v in reversed(node.value) if scalar(k) not in NO_CONTAINERS_BELOW)
                 for k, v in node.value:
@@ -449,6 +461,8 @@ class YamlParser:
                         self._args_list(scalar(k), v, owner, index, node)
             elif isinstance(node, yaml.SequenceNode):
                 stack.extend((v, parent_key) for v in reversed(node.value))
+        if kind == "RayService":
+            crds.ray_pod_env(self, launch_start, env_start)
         self._loose_scripts(doc, owner)
 
     def _loose_scripts(self, doc: yaml.Node, owner: str) -> None:
@@ -533,7 +547,28 @@ class YamlParser:
             if ref:
                 env_from.append(ref)
         before = len(self.pf.launches)
-        self.launch_from(get(node, "command"), get(node, "args"), image, env, context, group, env_from)
+        engine = crds.engine_field(self, node)
+        if engine == "other":
+            return              # a KubeAI catalogue entry of another engine (OLlama, Infinity...)
+        if engine == "vllm" and name == "?" and parent_key:
+            context = f"KubeAI model `{parent_key}` ({owner})"
+        values = [scalar(n) or "" for n in self.argv_nodes(get(node, "command")) + self.argv_nodes(get(node, "args"))]
+        if crds.hf_server(node, parent_key, image, values) and detect(values) is None:
+            # KServe's Hugging Face server: vLLM only with --backend=vllm, never its flags as `vllm serve`
+            for part in (get(node, "command"), get(node, "args")):
+                self.consumed.update(id(n) for n in [part, *getattr(part, "value", [])] if isinstance(n, yaml.Node))
+            if crds.hf_backend(values) == "vllm":
+                crds.hf_server_launch(self, node, image, env, context, group, env_from)
+            else:
+                self._args_in_env(node, image, env, context, group, env_from)
+            return
+        kserve_vllm = crds.kserve_vllm_format(node, parent_key)
+        self.launch_from(get(node, "command"), get(node, "args"), image, env, context, group, env_from,
+                         known_vllm=engine == "vllm" or kserve_vllm)
+        for launch in self.pf.launches[before:]:
+            if launch.program == "image entrypoint" and (engine == "vllm" or kserve_vllm):
+                launch.via = "via KubeAI engine: VLLM" if engine == "vllm" else \
+                    "via KServe modelFormat vLLM (a vLLM serving runtime; the runtime's args come first)"
         if len(self.pf.launches) == before:
             self._args_in_env(node, image, env, context, group, env_from)
 
@@ -547,7 +582,10 @@ class YamlParser:
 
         argv = [self.arg(n) for n in seq.value if isinstance(n, yaml.ScalarNode)]
         image = image_beside(parent) if parent is not None and not self.templated else None
-        if not argv or not (image or _looks_like_vllm_args([a.value for a in argv])):
+        engine = crds.engine_field(self, parent) if key == "args" and parent is not None else None
+        if engine == "other":
+            return              # a KubeAI catalogue entry of another engine: never vLLM
+        if not argv or not (image or engine == "vllm" or _looks_like_vllm_args([a.value for a in argv])):
             return
         env = []
         if image and isinstance(get(parent, "env"), yaml.SequenceNode) and not self._is_container(parent):
@@ -561,6 +599,8 @@ class YamlParser:
                         context=f"`{key}` at line {line} ({owner})", group=f"{self.source.display}#{index}:{key}:{line}",
                         program=f"vllm serve (flags from `{key}`)", append_site=site, env=env, image=image,
                         not_editable=None if site else "its list ends in a form vllmlint does not edit")
+        if engine == "vllm":
+            launch.via = f"via KubeAI engine: VLLM (flags from `{key}`)"
         self._add([launch], [])
 
     def _args_in_env(self, container, image, env, context, group, env_from) -> None:
