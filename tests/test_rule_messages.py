@@ -71,3 +71,15 @@ def test_messages_are_one_short_line(tmp_path, monkeypatch):
     assert lengths and all("\n" not in r["message"] for r in json.loads(result.stdout))
     assert lengths[len(lengths) // 2] <= 120, lengths[len(lengths) // 2]
     assert lengths[-1] <= 200, lengths[-1]
+
+
+def test_vl103_plugin_connector_mismatch_is_a_warning(tmp_path, monkeypatch):
+    [f] = findings("VL103/plugin-connector-mismatch", "--select", "VL103", tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert f["severity"] == "warning" and f["line"] == 7
+    assert "AIBrixPDReuseConnector" in f["message"] and "not built into vLLM" in f["detail"]
+
+
+def test_vl103_two_builtin_connectors_stay_an_error(tmp_path, monkeypatch):
+    rows = findings("VL103/pd-mismatch", "--select", "VL103", tmp_path=tmp_path, monkeypatch=monkeypatch)
+    [f] = [r for r in rows if "different connectors" in r["message"]]
+    assert f["severity"] == "error" and "cannot exchange KV" in f["message"]
