@@ -112,8 +112,8 @@ class KvTransferConfigInvalid(Rule):
                     # built-in one: we cannot tell, so it is a warning to look at, not an error
                     yield self.finding(cfg.file, cfg.span(("kv_connector",)),
                                        f"prefill and decode use different connectors "
-                                       f"({', '.join(sorted(map(str, names)))}): check that "
-                                       f"{', '.join(f'`{p}`' for p in plugins)} can exchange KV with the other side",
+                                       f"({', '.join(sorted(map(str, names)))}): check that the plugin "
+                                       f"can exchange KV with the other side",
                                        severity="warning",
                                        detail=f"The other side: {first_launch.file.display}:{first_launch.line}. "
                                               f"{', '.join(plugins)} is not built into vLLM {self.target_str} "

@@ -52,7 +52,8 @@ class Call:
 @dataclass
 class ProxyInfo:
     launch: Launch
-    flavour: str                  # reference-multiturn | reference-demo | reference-toy | other
+    flavour: str                  # reference-multiturn | reference-demo | reference-toy | other, or for a
+                                  # Python proxy app read from source: custom-multiturn | custom
     prefill: list[Launch]
     decode: list[Launch]
     resolved: bool                # its hosts were all found in the tree
@@ -130,7 +131,10 @@ class Graph:
 
     # -- proxies -------------------------------------------------------------------------
     def _proxy(self, launch: Launch) -> ProxyInfo:
-        flavour = VALIDATING_ROUTERS.get(launch.program) or REFERENCE_PROXIES.get(launch.program.rsplit("/", 1)[-1], "other")
+        # a proxy app read from its own source says what it does (parsers/pyproxy.py); a launch
+        # of a known program is that program
+        flavour = (VALIDATING_ROUTERS.get(launch.program) or launch.proxy_flavour
+                   or REFERENCE_PROXIES.get(launch.program.rsplit("/", 1)[-1], "other"))
         if flavour == "validating" and unguarded(launch):
             flavour = "vllmlint-unguarded"        # `vllmlint router --policy unguarded` (replay only)
         sides: dict[str, dict[str, list[str]]] = {"prefill": {"hosts": [], "ports": []},

@@ -32,6 +32,7 @@ from typing import Any
 
 from .detect import REFERENCE_PROXIES, detect
 from ..model.launch import ENGINE, SERVE, AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile
+from .pyproxy import read_proxy
 from .shellscan import scan_shell
 
 # A string mentioning one of these is read as a shell command (unless it is plainly prose).
@@ -72,6 +73,7 @@ def parse_python(source: SourceFile) -> ParsedFile:
     if not nul:
         imports = [node for _, _, node in sorted(parser.imports, key=lambda x: x[:2])]
         _EngineScan(source, tree, pf, parser.env, imports, parser.offsets).run()
+        read_proxy(source, tree, pf, parser.offsets.off)
     return pf
 
 
