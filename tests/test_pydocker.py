@@ -1,0 +1,126 @@
+"""Python launchers that start vLLM in a container with the docker SDK, and argv lists that
+helper functions of the same file return (parsers/pythonfile.py)."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from vllmlint.model.launch import SERVE, SourceFile, apply_edits
+from vllmlint.parsers.pythonfile import parse_python
+
+
+def src(text: str) -> SourceFile:
+    return SourceFile(path=Path("/tmp/x.py"), display="x.py", text=textwrap.dedent(text), kind="python")
+
+
+def raw(source: SourceFile, span) -> str:
+    return source.text[span[0]:span[1]]
+
+
+def test_command_list_and_environment_dict():
+    source = src("""
+        import docker
+        c = docker.from_env()
+        c.containers.run("vllm/vllm-openai:v0.29.0", ["--model", "m", "--swap-space", "4"],
+                         environment={"VLLM_USE_V1": "1", "HF_TOKEN": "t"}, detach=True)
+    """)
+    [launch] = parse_python(source).launches
+    assert launch.kind == SERVE and launch.image == "vllm/vllm-openai:v0.29.0" and launch.line == 4
+    assert [a.value for a in launch.argv] == ["vllm", "serve", "--model", "m", "--swap-space", "4"]
+    assert raw(source, launch.flag_value("--swap-space").span) == '"4"'
+    assert [(e.name, e.value, e.origin) for e in launch.env] == [("VLLM_USE_V1", "1", "docker SDK environment"),
+                                                                  ("HF_TOKEN", "t", "docker SDK environment")]
+    assert "via docker SDK containers.run" in launch.via and "its entrypoint: vllm serve" in launch.via
+    # one more flag goes into the list
+    assert apply_edits(source.text, [launch.append_edit("--enable-scale-out")]).count(
+        '"4", "--enable-scale-out"]') == 1
+
+
+def test_command_string_is_split_like_shlex_with_exact_spans():
+    source = src("""
+        import docker
+        docker.from_env().containers.create(image="vllm/vllm-openai:v0.29.0",
+            command="m --served-model-name 'a b' --chat-template \\"x y\\" --swap-space=4",
+            environment=["VLLM_USE_V1=1"])
+    """)
+    [launch] = parse_python(source).launches
+    assert [a.value for a in launch.options] == ["m", "--served-model-name", "a b", "--chat-template", "x y",
+                                                 "--swap-space=4"]
+    assert raw(source, launch.flag_value("--served-model-name").span) == "'a b'"
+    assert raw(source, launch.flag_value("--chat-template").span) == '\\"x y\\"'
+    arg = launch.flag_value("--swap-space")
+    assert raw(source, arg.span) == "4"
+    [env] = launch.env
+    assert (env.name, env.value, raw(source, env.span)) == ("VLLM_USE_V1", "1", '"VLLM_USE_V1=1"')
+    fixed = apply_edits(source.text, [launch.append_edit("--x={\"a\": 1}")])
+    assert "--swap-space=4 '--x={\\\"a\\\": 1}'\"" in fixed
+    compile(fixed, "x.py", "exec")
+
+
+def test_image_bound_to_a_name_and_command_from_a_helper():
+    source = src("""
+        import docker
+        IMAGE = "vllm/vllm-openai:v0.29.0"
+        def args(m):
+            return ["--model", m, "--disable-log-requests"]
+        def go(client):
+            client.containers.run(IMAGE, command=args("x"))
+    """)
+    [launch] = parse_python(source).launches
+    assert launch.line == 7 and raw(source, launch.span) == "IMAGE"
+    assert "image IMAGE = vllm/vllm-openai:v0.29.0 (line 3)" in launch.via
+    assert raw(source, launch.flag_args("--disable-log-requests").__next__()[1].span) == '"--disable-log-requests"'
+
+
+@pytest.mark.parametrize("call", [
+    'c.containers.run("lmsysorg/sglang:latest", "--model-path m --swap-space 4")',
+    'c.containers.run("ghcr.io/huggingface/text-generation-inference:3", ["--model-id", "m"])',
+    'c.containers.run(image_name, "--model m")',                    # image not known here
+    'c.containers.run("vllm/vllm-openai:v0.29.0", ["python3", "job.py", "--swap-space", "4"])',
+    'c.containers.run("vllm/vllm-openai:v0.29.0", entrypoint="python3", command=["x.py"])',
+    'c.images.run("vllm/vllm-openai:v0.29.0", "--model m")',        # not containers.run
+])
+def test_not_a_vllm_container(call):
+    source = src(f"""
+        import docker
+        c = docker.from_env()
+        {call}
+    """)
+    assert parse_python(source).launches == []
+
+
+def test_helper_lists_joined_by_the_caller():
+    source = src("""
+        import subprocess
+        def base():
+            return ["vllm", "serve"]
+        def flags(m):
+            cmd = [m, "--swap-space", "4"]
+            return cmd
+        def main():
+            cmd = base()
+            cmd += flags("m")
+            cmd.append("--enforce-eager")
+            subprocess.run(cmd)
+    """)
+    [launch] = parse_python(source).launches
+    assert [a.value for a in launch.argv] == ["vllm", "serve", "m", "--swap-space", "4", "--enforce-eager"]
+    assert launch.context == "python launcher main()"
+    assert raw(source, launch.flag_value("--swap-space").span) == '"4"'
+
+
+def test_helper_with_two_different_returns_is_not_guessed():
+    source = src("""
+        import subprocess
+        def flags(fast):
+            if fast:
+                return ["--enforce-eager"]
+            return ["--swap-space", "4"]
+        def main():
+            subprocess.run(["vllm", "serve", "m"] + flags(True))
+    """)
+    [launch] = parse_python(source).launches
+    assert [a.value for a in launch.argv] == ["vllm", "serve", "m", "flags(True)"]
+    assert launch.argv[-1].dynamic and launch.not_editable
