@@ -124,3 +124,14 @@ def test_helper_with_two_different_returns_is_not_guessed():
     [launch] = parse_python(source).launches
     assert [a.value for a in launch.argv] == ["vllm", "serve", "m", "flags(True)"]
     assert launch.argv[-1].dynamic and launch.not_editable
+
+
+def test_image_with_a_runtime_tag():
+    source = src("""
+        import docker
+        TAG = "v0.29.0"
+        docker.from_env().containers.run(f"vllm/vllm-openai:{TAG}", "--model m --swap-space 4")
+        docker.from_env().containers.run(f"{REG}/sglang:{TAG}", "--model m --swap-space 4")
+    """)
+    [launch] = parse_python(source).launches
+    assert launch.image == "vllm/vllm-openai:{TAG}" and launch.line == 4

@@ -150,3 +150,31 @@ def test_flask_and_quart_apps():
 ])
 def test_not_a_proxy(text):
     assert proxies(text) == []
+
+
+def test_argparse_hosts_and_ports_like_the_reference_proxies():
+    [proxy] = proxies("""
+        import argparse
+        import httpx
+        from fastapi import FastAPI, Request
+
+        app = FastAPI()
+
+        def parse_args():
+            p = argparse.ArgumentParser()
+            p.add_argument("--prefiller-hosts", nargs="+", default=["localhost"])
+            p.add_argument("--prefiller-ports", type=int, nargs="+", default=[8100])
+            p.add_argument("--decoder-host", default="http://decode-0:8200/v1")
+            return p.parse_args()
+
+        @app.post("/v1/completions")
+        async def completions(request: Request):
+            req = await request.json()
+            req["kv_transfer_params"] = {"do_remote_decode": True}
+            r = await app.state.prefill.post("/completions", json=req)
+            req["kv_transfer_params"] = r.json().get("kv_transfer_params", {})
+            return await app.state.decode.post("/completions", json=req)
+    """)
+    assert [a.value for a in proxy.argv][1:] == ["--prefill-hosts", "localhost", "--prefill-ports", "8100",
+                                                 "--decode-hosts", "decode-0:8200"]
+    assert proxy.proxy_flavour == "custom"

@@ -54,7 +54,7 @@ KV_KEY = "kv_transfer_params"
 SESSION_RE = re.compile(r"conversation|sess(?:ion)?[_\-]?(?:id|key)|conv[_\-]?id|chat[_\-]?id|thread[_\-]?id"
                         r"|dialog(?:ue)?[_\-]?id", re.I)
 TOKEN_RE = re.compile(r"token_ids|tokeniz|apply_chat_template|input_ids", re.I)
-SIDE_RE = re.compile(r"(prefill|decode)", re.I)
+SIDE_RE = re.compile(r"(prefill|decode)", re.I)     # `prefiller`, `decoder` too
 HOSTPORT_RE = re.compile(r"^(?:https?://)?(?P<host>[A-Za-z0-9_.\-]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d{1,5}))?(?:/\S*)?$")
 STORE_METHODS = {"set", "put", "setdefault", "setex", "hset", "add", "__setitem__"}
 
@@ -229,16 +229,38 @@ class _Reader:
 
     # -- where the two sides are -----------------------------------------------------------
     def sides(self) -> dict[str, list[tuple[str, ast.AST]]]:
+        """side -> ("host[:port]", node) found; and, for argparse options written like the
+        reference proxies' (`--prefiller-hosts` default ["localhost"], `--prefiller-ports`
+        default [8100]), "host" / ":port" entries paired by the graph like theirs."""
         found: dict[str, list[tuple[str, ast.AST]]] = {"prefill": [], "decode": []}
+        self.split_sides: dict[str, dict[str, list[str]]] = {"prefill": {"hosts": [], "ports": []},
+                                                             "decode": {"hosts": [], "ports": []}}
         seen: set[tuple[str, str]] = set()
 
-        def take(name: str | None, value) -> None:
+        def split_option(side: str, name: str, value) -> bool:
+            """`--prefiller-hosts` / `--decoder-ports` with literal defaults."""
+            kind = "ports" if "port" in name.lower() else "hosts" if "host" in name.lower() else None
+            if kind is None:
+                return False
+            for sub in ast.walk(value):
+                if isinstance(sub, ast.Constant) and not isinstance(sub.value, bool) and (
+                        isinstance(sub.value, int) if kind == "ports" else isinstance(sub.value, str)):
+                    text = str(sub.value)
+                    hm = HOSTPORT_RE.match(text) if kind == "hosts" else None
+                    if hm:             # `http://prefill:8000/v1` -> `prefill:8000`
+                        text = hm.group("host") + (":" + hm.group("port") if hm.group("port") else "")
+                    self.split_sides[side][kind].append(text)
+            return True
+
+        def take(name: str | None, value, option: bool = False) -> None:
             if not name or value is None:
                 return
             m = SIDE_RE.search(name)
             if not m:
                 return
             side = m.group(1).lower()
+            if option and split_option(side, name, value):
+                return
             for sub in ast.walk(value):
                 if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
                     for part in re.split(r"[\s,]+", sub.value.strip()):
@@ -275,7 +297,7 @@ class _Reader:
                     flag = next((a.value for a in node.args if isinstance(a, ast.Constant)
                                  and isinstance(a.value, str) and a.value.startswith("--")), None)
                     default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
-                    take(flag, default)
+                    take(flag, default, option=True)
         return found
 
 
@@ -304,9 +326,14 @@ def read_proxy(source: SourceFile, tree: ast.Module, pf: ParsedFile, offset) -> 
     program = PurePosixPath(source.display.replace("\\", "/")).name
     argv = [Arg(program, source, (start, func_end))]
     for side, entries in reader.sides().items():
-        if entries:
+        split = reader.split_sides[side]
+        hosts = [hp for hp, _ in entries] + split["hosts"]
+        if hosts:
             argv.append(Arg(f"--{side}-hosts"))
-            argv.extend(Arg(hp) for hp, _ in entries)
+            argv.extend(Arg(h) for h in hosts)
+        if split["ports"] and not entries:
+            argv.append(Arg(f"--{side}-ports"))
+            argv.extend(Arg(p) for p in split["ports"])
     context = f"python proxy app ({framework})"
     launch = Launch(kind=PROXY, file=source, span=(start, func_end), argv=argv, options_start=1, context=context,
                     group=f"{source.display}#proxy-app", env=list(pf.env), program=program)

@@ -17,7 +17,16 @@ What is read:
     mentions a vLLM launch; f-string / `+` / `.format` / `%` parts are run-time placeholders;
   * environment: `os.environ[...] = `, `setdefault`, `update`, `|=`, `os.putenv`, dicts and
     `dict(...)` calls given as `env=` or bound to a name containing "env", and subscript /
-    update / setdefault on such names.
+    update / setdefault on such names;
+  * argv lists a function of the file returns (`return [...]`, `return cmd`), where a call of
+    it is used: `cmd = base_cmd(); cmd += engine_args(m)`, `["vllm", "serve"] + flags()`
+    (one list per function; a function returning several different lists is not guessed);
+  * docker SDK containers: `client.containers.run|create(IMAGE, COMMAND, entrypoint=...,
+    environment=...)` whose IMAGE is a literal naming a vLLM build (knowledge/images.py):
+    the image's `vllm serve` given COMMAND (a list, a helper's list, or a string split like
+    shlex.split), or the program the entrypoint/command names (`bash -c` scripts read as
+    shell); its environment is the container's own, not the Python process's.
+P/D proxy apps (FastAPI, aiohttp, ... forwarding `kv_transfer_params`) are read by pyproxy.py.
 """
 from __future__ import annotations
 
@@ -1500,8 +1509,13 @@ class _Parser:
         from ..knowledge.images import is_vllm_image as vllm_build
 
         image_node, _ = resolved["image"]
-        image = self.const_str(image_node) if image_node is not None else None
-        if image is None or not vllm_build(image):
+        pieces = self.pieces(image_node) if image_node is not None and self.is_string_expr(image_node) else None
+        if not pieces:
+            return None
+        # `f"vllm/vllm-openai:{TAG}"`: parts known at run time do not hide what the image is
+        image = "".join("".join(c for c, _, _ in p.chars) if isinstance(p, Lit) else p.display for p in pieces)
+        probe = "".join("".join(c for c, _, _ in p.chars) if isinstance(p, Lit) else "x" for p in pieces)
+        if not vllm_build(probe):
             return None
         words: list[Arg] = []
         consumed: list[Chain] = []
