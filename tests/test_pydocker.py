@@ -135,3 +135,15 @@ def test_image_with_a_runtime_tag():
     """)
     [launch] = parse_python(source).launches
     assert launch.image == "vllm/vllm-openai:{TAG}" and launch.line == 4
+
+
+def test_low_level_api_create_container():
+    source = src("""
+        import docker
+        api = docker.APIClient()
+        api.create_container("vllm/vllm-openai:v0.29.0", command=["--model", "m", "--swap-space", "4"],
+                             environment={"VLLM_USE_V1": "1"})
+    """)
+    [launch] = parse_python(source).launches
+    assert launch.via.startswith("via docker SDK create_container") and launch.env[0].name == "VLLM_USE_V1"
+    assert raw(source, launch.flag_value("--swap-space").span) == '"4"'

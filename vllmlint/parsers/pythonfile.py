@@ -1162,12 +1162,14 @@ class _Parser:
 
     # -- docker SDK: client.containers.run(IMAGE, COMMAND, environment=...) -------------------
     def container_call(self, node) -> None:
-        """`docker.from_env().containers.run(...)` / `.containers.create(...)`: remembered with
+        """`docker.from_env().containers.run(...)` / `.containers.create(...)` /
+        `APIClient().create_container(...)`: remembered with
         what its image, command and environment are bound to here; read in finish()."""
         func = node.func
-        if not (isinstance(func, ast.Attribute) and func.attr in ("run", "create")
-                and isinstance(func.value, ast.Attribute) and func.value.attr == "containers"):
-            return
+        if not (isinstance(func, ast.Attribute) and (
+                func.attr in ("run", "create") and isinstance(func.value, ast.Attribute)
+                and func.value.attr == "containers" or func.attr == "create_container")):
+            return                  # docker-py's high-level API, or APIClient().create_container
         args = _call_args(node)
         if any(a.star for a in args):
             return
@@ -1539,7 +1541,8 @@ class _Parser:
         written = resolved["written"][0]
         line = self.source.line_col(self.span(image_node)[0])[0]
         shown = image if written is image_node else f"{self.code(written)} = {image} (line {line})"
-        via = f"via docker SDK containers.{call.func.attr}, image {shown}"
+        via = (f"via docker SDK {'' if call.func.attr == 'create_container' else 'containers.'}"
+               f"{call.func.attr}, image {shown}")
         if values and Path(values[0]).name in SHELLS and len(values) > 2 and values[1] == "-c":
             return self.container_script(call, scope, resolved, words, image, via)
         if values and det is None and not values[0].startswith("-") and (
