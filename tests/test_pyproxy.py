@@ -178,3 +178,32 @@ def test_argparse_hosts_and_ports_like_the_reference_proxies():
     assert [a.value for a in proxy.argv][1:] == ["--prefill-hosts", "localhost", "--prefill-ports", "8100",
                                                  "--decode-hosts", "decode-0:8200"]
     assert proxy.proxy_flavour == "custom"
+
+
+def test_a_script_given_prefill_and_decode_addresses_is_a_router():
+    from vllmlint.parsers.detect import detect
+
+    assert detect(["python3", "router.py", "--prefill", "http://p:8100", "--decode", "http://d:8200"]).kind == PROXY
+    assert detect(["python", "r.py", "--prefiller-hosts", "a", "--decoder-ports=2"]).kind == PROXY
+    assert detect(["python", "bench.py", "--prefill-only"]) is None
+    assert detect(["python", "train.py", "--decode-steps", "4", "--prefill-chunk", "2"]) is None
+
+
+def test_the_command_that_starts_an_app_gives_it_its_servers(tmp_path, monkeypatch):
+    """b/'s router fronts a pair without bidirectional transfer: once the command that starts it
+    is known, a/'s bidirectional pair elsewhere in the tree is not counted against it."""
+    import shutil
+
+    from vllmlint.lint.discovery import discover
+    from vllmlint.lint.graph import graph_of
+    from vllmlint.lint.project import load
+
+    case = Path(__file__).resolve().parent.parent / "fixtures/VL101/python-proxy-launched-by-script/input"
+    shutil.copytree(case, tmp_path / "t")
+    monkeypatch.chdir(tmp_path / "t")
+    graph = graph_of(load(discover(["."])[0]))
+    by = {(p.launch.file.display, p.flavour): p for p in graph.proxies}
+    assert set(by) == {("a/router.py", "custom-multiturn"), ("a/start.sh", "runs-app"),
+                       ("b/router.py", "custom-multiturn"), ("b/start.sh", "runs-app")}
+    b = by[("b/router.py", "custom-multiturn")]
+    assert b.resolved and [l.port for l in b.prefill] == [9100] and [l.port for l in b.decode] == [9200]

@@ -28,7 +28,10 @@ key, keyword, `os.getenv` variable or argparse option that says `prefill` or `de
 (`PREFILL_URL = "http://prefill:8000"`, `add_argument("--decode-url", default=...)`); they
 become the launch's `--prefill-hosts` / `--decode-hosts`, so the graph links the proxy to the
 servers it calls. With none found, VL101 counts every bidirectional P and D in the tree, as for
-the reference proxy launched with hosts it cannot resolve.
+the reference proxy launched with hosts it cannot resolve. When a command in the tree starts
+the app (`python router.py --prefill http://p:8100 --decode http://d:8200`: detect.py reads a
+script given both addresses as a router, whatever its name), the graph gives the app that
+command's servers (lint/graph.py `_adopt_apps`) and the command is not judged again.
 """
 from __future__ import annotations
 
