@@ -147,3 +147,24 @@ def test_low_level_api_create_container():
     [launch] = parse_python(source).launches
     assert launch.via.startswith("via docker SDK create_container") and launch.env[0].name == "VLLM_USE_V1"
     assert raw(source, launch.flag_value("--swap-space").span) == '"4"'
+
+
+def test_docker_run_argv_list():
+    source = src("""
+        import subprocess
+        BASE = ["podman", "run", "--rm", "--device", "nvidia.com/gpu=all"]
+        subprocess.run(BASE + ["-e", "VLLM_USE_V1=1", "--env=A=b", "docker.io/vllm/vllm-openai:v0.29.0",
+                               "--model", "m", "--swap-space", "4"])
+        subprocess.run(["docker", "run", "vllm/vllm-openai:v0.29.0", "vllm", "serve", "m", "--port", "1"])
+        subprocess.run(["docker", "run", "vllm/vllm-openai:v0.29.0", "python3", "bench.py", "--swap-space", "4"])
+        subprocess.run(["docker", "run", "lmsysorg/sglang:latest", "--model-path", "m", "--swap-space", "4"])
+        subprocess.run(["docker", "run", "--entrypoint", "bash", "vllm/vllm-openai:v0.29.0", "-c", "x"])
+    """)
+    first, second = parse_python(source).launches
+    assert [a.value for a in first.argv] == ["vllm", "serve", "--model", "m", "--swap-space", "4"]
+    assert first.image == "docker.io/vllm/vllm-openai:v0.29.0" and first.via.startswith("via podman run argv list")
+    assert [(e.name, e.value, raw(source, e.span)) for e in first.env] == [
+        ("VLLM_USE_V1", "1", '"-e", "VLLM_USE_V1=1"'), ("A", "b", '"--env=A=b"')]
+    assert apply_edits(source.text, first.env[0].removal).count('BASE + ["--env=A=b", ') == 1
+    assert raw(source, first.flag_value("--swap-space").span) == '"4"'
+    assert [a.value for a in second.argv] == ["vllm", "serve", "m", "--port", "1"] and second.options_start == 2

@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .detect import REFERENCE_PROXIES, detect, serve_kind
-from ..model.launch import ENGINE, SERVE, AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile
+from .detect import REFERENCE_PROXIES, container_run, detect, serve_kind
+from ..model.launch import (ENGINE, SERVE, AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile,
+                            remove_args)
 from .pyproxy import read_proxy
 from .shellscan import SHELLS, scan_shell
 
@@ -1696,6 +1697,58 @@ class _Parser:
                 return "".join(c for p in pieces for c, _, _ in p.chars)
         return None
 
+    def docker_run_list(self, chain: Chain, argv: list[Arg], words: list[str]) -> Launch | None:
+        """`["docker", "run", OPTS..., "vllm/vllm-openai:v0.29.0", ARGS...]` (podman, nerdctl):
+        the image's `vllm serve` given ARGS, or the vLLM program ARGS name; `-e K=V` settings
+        are the container's environment."""
+        from ..knowledge.images import is_vllm_image as vllm_build
+
+        run = container_run(words)
+        if run is None or not run.runner.endswith(" run") or run.runner.startswith("kubectl") \
+                or run.entrypoint is not None or argv[run.image].dynamic:
+            return None
+        image = words[run.image]
+        if not vllm_build(image):
+            return None
+        args, values = argv[run.args_start:], words[run.args_start:]
+        det = detect(values)
+        if det is not None and det.start == 0:
+            launch_argv, opt, kind, program = args, det.options_start, det.kind, det.program
+        elif values and not values[0].startswith("-") and (
+                Path(values[0]).name in SHELLS or PYTHON_WORD_RE.match(Path(values[0]).name)
+                or values[0].endswith((".py", ".sh"))):
+            return None
+        else:
+            launch_argv, opt, kind, program = [Arg("vllm"), Arg("serve")] + args, 2, serve_kind(values), run.runner
+        for seg in chain.segs:
+            if seg.kind == "list":
+                self.launch_elems.update(id(el) for el in seg.elems)
+        env: list[EnvEntry] = []
+        for i in range(run.start + 2, run.image):
+            w = words[i]
+            if w in ("-e", "--env") and i + 1 < run.image and re.match(r"^[A-Za-z_]\w*=", words[i + 1]):
+                pair, setting = argv[i:i + 2], words[i + 1]
+            elif w.startswith("--env=") and re.match(r"^[A-Za-z_]\w*=", w[6:]):
+                pair, setting = argv[i:i + 1], w[6:]
+            else:
+                continue
+            if any(a.span is None for a in pair):
+                continue
+            name, _, value = setting.partition("=")
+            entry = EnvEntry(name, None if pair[-1].dynamic else value, self.source,
+                             (pair[0].span[0], pair[-1].span[1]), f"{run.runner} --env", remove_args(pair))
+            self.pf.env.append(entry)
+            env.append(entry)
+        context = self.context(chain.scope)
+        launch = Launch(kind=kind, file=self.source, span=argv[run.image].span or self.span(chain.anchor),
+                        argv=launch_argv, options_start=opt, context=context,
+                        group=f"{self.source.display}#{context}",
+                        env=env, image=image, program=program)
+        launch.via = f"via {run.runner} argv list, image {image}" + (
+            " (its entrypoint: vllm serve)" if program == run.runner else "")
+        launch.append_site, launch.not_editable = self.chain_append_site(chain, argv)
+        return launch
+
     def chain_launch(self, chain: Chain) -> Launch | None:
         argv: list[Arg] = []
         origin: list[tuple[Seg, int]] = []        # for each argv item: its seg and element index
@@ -1714,7 +1767,7 @@ class _Parser:
                  for a in argv]
         det = detect(words)
         if det is None:
-            return None
+            return self.docker_run_list(chain, argv, words)
         for seg in chain.segs:
             if seg.kind == "list":
                 self.launch_elems.update(id(el) for el in seg.elems)
