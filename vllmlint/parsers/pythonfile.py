@@ -25,7 +25,9 @@ What is read:
     environment=...)` whose IMAGE is a literal naming a vLLM build (knowledge/images.py):
     the image's `vllm serve` given COMMAND (a list, a helper's list, or a string split like
     shlex.split), or the program the entrypoint/command names (`bash -c` scripts read as
-    shell); its environment is the container's own, not the Python process's.
+    shell); its environment is the container's own, not the Python process's;
+  * argv lists that run a vLLM image: `["docker"|"podman"|"nerdctl", "run", OPTS, IMAGE, ARGS]`
+    (the image's `vllm serve` given ARGS; `-e K=V` / `--env=K=V` are the container's env).
 P/D proxy apps (FastAPI, aiohttp, ... forwarding `kv_transfer_params`) are read by pyproxy.py.
 """
 from __future__ import annotations
