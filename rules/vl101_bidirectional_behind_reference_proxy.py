@@ -50,6 +50,14 @@ class BidirectionalBehindReferenceProxy(Rule):
     Kubernetes workload, that compose service label, or `VLLMLINT_VALIDATING_ROUTER=1` in its
     environment.
 
+    A P/D proxy written in Python (a FastAPI, Starlette, Quart, Flask or aiohttp app that
+    forwards `kv_transfer_params` to prefill and decode) is read from its source
+    (parsers/pyproxy.py): one that stores decode's `kv_transfer_params` under a client
+    conversation or session id and looks at no token ids behaves like the reference proxy and
+    is reported the same way, at its app (`app = FastAPI()`); one whose reuse cannot be
+    classified (one-way forwarding, reuse that reads token ids, state kept elsewhere) gets at
+    most an `info` note.
+
     ## Fix safety
     No automatic fix: turning the mode off changes latency, and replacing the router is a
     design decision.
@@ -64,7 +72,8 @@ class BidirectionalBehindReferenceProxy(Rule):
         graph = graph_of(project)
         bidir = [l for l in graph.launches if (graph.kv.get(id(l)) or None) and graph.kv[id(l)].bidirectional]
         for proxy in graph.proxies:
-            if proxy.flavour not in ("reference-multiturn", "vllmlint-unguarded") or proxy.validating:
+            if proxy.flavour not in ("reference-multiturn", "vllmlint-unguarded", "custom-multiturn", "custom") \
+                    or proxy.validating:
                 continue
             if proxy.resolved:
                 prefill = [l for l in proxy.prefill if l in bidir]
@@ -75,8 +84,23 @@ class BidirectionalBehindReferenceProxy(Rule):
             if not prefill or not decode:
                 continue
             where = ", ".join(f"{l.file.display}:{l.line}" for l in prefill + decode)
+            if proxy.flavour == "custom":
+                # a proxy app we read but cannot classify: never more than a note
+                yield self.finding(
+                    proxy.launch.file, proxy.launch.span,
+                    "bidirectional_kv_xfer behind a custom P/D proxy: check that it attaches decode's "
+                    "kv_transfer_params only to exact token continuations",
+                    severity="info",
+                    detail=f"Bidirectional P and D: {where}. This proxy forwards kv_transfer_params, but how it "
+                           f"reuses decode's blocks could not be told from its code ({proxy.launch.via}). "
+                           f"NixlConnector pairs blocks by position: a reuse keyed by conversation id alone gives "
+                           f"wrong answers when history is edited; `vllmlint router` checks token-id continuation. "
+                           f"Mark a proxy that checks with VLLMLINT_VALIDATING_ROUTER=1.")
+                continue
             behind = ("`vllmlint router --policy unguarded` (meant for replay)"
-                      if proxy.flavour == "vllmlint-unguarded" else "vLLM's reference multi-turn proxy")
+                      if proxy.flavour == "vllmlint-unguarded" else
+                      "a proxy that reuses decode's KV by conversation id"
+                      if proxy.flavour == "custom-multiturn" else "vLLM's reference multi-turn proxy")
             message = (f"bidirectional_kv_xfer behind {behind}: edited chat history gets wrong answers; "
                        f"turn it off or use `vllmlint router`")
             detail = (f"Bidirectional P and D: {where}. NixlConnector pairs blocks by position and the proxy "
@@ -87,6 +111,8 @@ class BidirectionalBehindReferenceProxy(Rule):
             if self.target < STREAMED_PARAMS and proxy.flavour == "reference-multiturn":
                 detail += (f" On vLLM {self.target_str} streamed responses carry no kv_transfer_params, so this "
                            f"proxy caches nothing yet; 0.33.0 adds them and turns this into wrong answers.")
+            if proxy.flavour == "custom-multiturn":
+                detail += f" The proxy app: {proxy.launch.via}."
             if not proxy.resolved:
                 detail += " The proxy's hosts were not all found in the tree: every bidirectional P and D counted."
             yield self.finding(proxy.launch.file, proxy.launch.span, message, detail=detail)

@@ -16,7 +16,9 @@ class KvTransferConfigInvalid(Rule):
     `kv_parallel_size`, `kv_buffer_size`, `kv_ip` were removed in 0.32.0); a connector name vLLM
     does not register, without `kv_connector_module_path`; `kv_connector` without `kv_role`, or a
     role that does not exist; `kv_role: kv_both` with NixlConnector (deprecated, warning); and,
-    across prefill and decode of one deployment, different connectors or transfer modes,
+    across prefill and decode of one deployment, different connectors (an error for two
+    connectors built into the target release, a warning when either is a plugin connector such
+    as aibrix's `AIBrixPDReuseConnector`, whose compatibility we cannot judge) or transfer modes,
     `bidirectional_kv_xfer` on only one side (bidirectional with `NixlPushConnector` is VL105's).
 
     ## Why
@@ -57,7 +59,7 @@ class KvTransferConfigInvalid(Rule):
                 if isinstance(child, dict):
                     yield from self._one(cfg, child, ("kv_connector_extra_config", "connectors", i), fields, known)
         for producers, consumers in graph.pd_pairs():
-            yield from self._pair(graph, producers, consumers)
+            yield from self._pair(graph, producers, consumers, known)
 
     def _one(self, cfg, data, prefix, fields, known):
         for key in data:
@@ -94,7 +96,7 @@ class KvTransferConfigInvalid(Rule):
                                "kv_role `kv_both` is deprecated for NixlConnector: use kv_producer on prefill "
                                "and kv_consumer on decode (vLLM #33702)", severity="warning")
 
-    def _pair(self, graph, producers, consumers):
+    def _pair(self, graph, producers, consumers, known):
         sides = [(l, graph.kv[id(l)]) for l in producers + consumers if graph.kv.get(id(l))]
         sides = [(l, c) for l, c in sides if not c.error and not c.unknown]
         if not sides:
@@ -104,10 +106,24 @@ class KvTransferConfigInvalid(Rule):
         for launch, cfg in sides[1:]:
             both_nixl = cfg.connector in NIXL and first.connector in NIXL
             if cfg.connector != first.connector and not both_nixl:
-                yield self.finding(cfg.file, cfg.span(("kv_connector",)),
-                                   f"prefill and decode use different connectors "
-                                   f"({', '.join(sorted(map(str, names)))}): they cannot exchange KV",
-                                   detail=f"The other side: {first_launch.file.display}:{first_launch.line}.")
+                plugins = sorted(str(c) for c in (first.connector, cfg.connector) if c and c not in known)
+                if plugins:
+                    # a plugin connector (aibrix, LMCache's own, a team's) may wrap or speak to a
+                    # built-in one: we cannot tell, so it is a warning to look at, not an error
+                    yield self.finding(cfg.file, cfg.span(("kv_connector",)),
+                                       f"prefill and decode use different connectors "
+                                       f"({', '.join(sorted(map(str, names)))}): check that the plugin "
+                                       f"can exchange KV with the other side",
+                                       severity="warning",
+                                       detail=f"The other side: {first_launch.file.display}:{first_launch.line}. "
+                                              f"{', '.join(plugins)} is not built into vLLM {self.target_str} "
+                                              f"(a plugin, e.g. via kv_connector_module_path); whether it "
+                                              f"interoperates with the other connector is up to the plugin.")
+                else:
+                    yield self.finding(cfg.file, cfg.span(("kv_connector",)),
+                                       f"prefill and decode use different connectors "
+                                       f"({', '.join(sorted(map(str, names)))}): they cannot exchange KV",
+                                       detail=f"The other side: {first_launch.file.display}:{first_launch.line}.")
             elif cfg.transfer_mode != first.transfer_mode:
                 yield self.finding(cfg.file, cfg.span(("kv_connector",)),
                                    f"transfer mode {cfg.transfer_mode} differs from the other side's "

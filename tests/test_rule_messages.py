@@ -71,3 +71,29 @@ def test_messages_are_one_short_line(tmp_path, monkeypatch):
     assert lengths and all("\n" not in r["message"] for r in json.loads(result.stdout))
     assert lengths[len(lengths) // 2] <= 120, lengths[len(lengths) // 2]
     assert lengths[-1] <= 200, lengths[-1]
+
+
+def test_vl103_plugin_connector_mismatch_is_a_warning(tmp_path, monkeypatch):
+    [f] = findings("VL103/plugin-connector-mismatch", "--select", "VL103", tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert f["severity"] == "warning" and f["line"] == 7
+    assert "AIBrixPDReuseConnector" in f["message"] and "not built into vLLM" in f["detail"]
+
+
+def test_vl103_two_builtin_connectors_stay_an_error(tmp_path, monkeypatch):
+    rows = findings("VL103/pd-mismatch", "--select", "VL103", tmp_path=tmp_path, monkeypatch=monkeypatch)
+    [f] = [r for r in rows if "different connectors" in r["message"]]
+    assert f["severity"] == "error" and "cannot exchange KV" in f["message"]
+
+
+def test_vl101_python_proxy_apps(tmp_path, monkeypatch):
+    """A proxy app that reuses decode's params by conversation id is the reference proxy's error;
+    one we cannot classify (one-way, or reading token ids) is never more than info."""
+    [reuse] = findings("VL101/python-fastapi-proxy", "--select", "VL101", tmp_path=tmp_path / "a",
+                       monkeypatch=monkeypatch)
+    assert reuse["severity"] == "error" and reuse["path"] == "router.py" and reuse["line"] == 13
+    assert "by conversation id" in reuse["message"] and "kv_by_conversation[conv]" not in reuse["message"]
+    assert "stores decode's kv_transfer_params under conv (line 32)" in reuse["detail"]
+    for i, case in enumerate(("VL101/python-aiohttp-proxy", "VL101/python-proxy-token-check")):
+        [f] = findings(case, "--select", "VL101", "--fail-level", "info", tmp_path=tmp_path / str(i),
+                       monkeypatch=monkeypatch)
+        assert f["severity"] == "info" and "custom P/D proxy" in f["message"]

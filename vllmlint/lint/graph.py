@@ -52,7 +52,8 @@ class Call:
 @dataclass
 class ProxyInfo:
     launch: Launch
-    flavour: str                  # reference-multiturn | reference-demo | reference-toy | other
+    flavour: str                  # reference-multiturn | reference-demo | reference-toy | other, or for a
+                                  # Python proxy app read from source: custom-multiturn | custom
     prefill: list[Launch]
     decode: list[Launch]
     resolved: bool                # its hosts were all found in the tree
@@ -68,6 +69,7 @@ class Graph:
         self._index_names()
         self.calls = self._find_calls()
         self.proxies = [self._proxy(l) for l in self.launches if l.kind == PROXY]
+        self._adopt_apps()
         self._parent = {id(l): id(l) for l in self.launches}
         self._link()
 
@@ -130,7 +132,10 @@ class Graph:
 
     # -- proxies -------------------------------------------------------------------------
     def _proxy(self, launch: Launch) -> ProxyInfo:
-        flavour = VALIDATING_ROUTERS.get(launch.program) or REFERENCE_PROXIES.get(launch.program.rsplit("/", 1)[-1], "other")
+        # a proxy app read from its own source says what it does (parsers/pyproxy.py); a launch
+        # of a known program is that program
+        flavour = (VALIDATING_ROUTERS.get(launch.program) or launch.proxy_flavour
+                   or REFERENCE_PROXIES.get(launch.program.rsplit("/", 1)[-1], "other"))
         if flavour == "validating" and unguarded(launch):
             flavour = "vllmlint-unguarded"        # `vllmlint router --policy unguarded` (replay only)
         sides: dict[str, dict[str, list[str]]] = {"prefill": {"hosts": [], "ports": []},
@@ -155,6 +160,9 @@ class Graph:
             hosts, ports = spec["hosts"], spec["ports"]
             for i, host in enumerate(hosts):
                 port_text = ports[i] if i < len(ports) else (ports[-1] if ports else None)
+                url = re.match(r"^https?://([^/?#]+)", host)       # `--prefill http://p:8100/v1`
+                if url:
+                    host = url.group(1)
                 if ":" in host and not host.startswith("["):
                     host, _, port_text = host.rpartition(":")
                 port = int(port_text) if port_text and port_text.isdigit() else None
@@ -165,6 +173,31 @@ class Graph:
                 resolved = False
             targets[side] = found
         return ProxyInfo(launch, flavour, targets["prefill"], targets["decode"], resolved, validating_reason(launch))
+
+    def _adopt_apps(self) -> None:
+        """A proxy app read from its source (parsers/pyproxy.py) started by a command in the
+        tree (`python proxy/pd_proxy.py --prefill http://p:8100 ...`): the app says what the
+        proxy does, the command where its servers are. The app takes the command's resolved
+        servers; the command is marked as running it (`runs-app`), so the proxy is judged once."""
+        apps = [p for p in self.proxies if p.launch.proxy_flavour]
+        if not apps:
+            return
+        for info in self.proxies:
+            launch = info.launch
+            if launch.proxy_flavour or not launch.argv or not launch.argv[0].value.endswith(".py"):
+                continue
+            script = launch.argv[0].value
+            here = PurePosixPath(launch.file.display.replace("\\", "/")).parent
+            want = str(here / script) if not script.startswith("/") else script
+            exact = [a for a in apps if _norm(a.launch.file.display) == _norm(want)]
+            named = [a for a in apps if PurePosixPath(a.launch.file.display).name == PurePosixPath(script).name]
+            match = exact or (named if len(named) == 1 else [])
+            if len(match) != 1:
+                continue
+            app = match[0]
+            if info.resolved or not app.resolved:
+                app.prefill, app.decode, app.resolved = info.prefill, info.decode, info.resolved
+            info.flavour = "runs-app"
 
     # -- components ------------------------------------------------------------------------
     def _find(self, x: int) -> int:
@@ -222,6 +255,19 @@ class Graph:
                 c.extend(x for x in cons if self.role(x) == ROLE_CONSUMER)
         pairs.extend((p, c) for p, c in pooled.values() if p and c)
         return pairs
+
+
+def _norm(path: str) -> str:
+    """`./a/../b/x.py` -> `b/x.py` (display paths, no file system)."""
+    parts: list[str] = []
+    for part in path.replace("\\", "/").split("/"):
+        if part in ("", "."):
+            continue
+        if part == ".." and parts and parts[-1] != "..":
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts)
 
 
 def graph_of(project: Project) -> Graph:

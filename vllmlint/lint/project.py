@@ -77,8 +77,9 @@ def parse_source(source: SourceFile) -> ParsedFile | None:
     parse = parser_for(source.kind)
     if parse is None:
         return None
-    if source.kind == "python" and "vllm" not in source.text and "proxy" not in source.text:
-        return ParsedFile(source)          # not a vLLM launcher: nothing to parse
+    if source.kind == "python" and "vllm" not in source.text and "proxy" not in source.text \
+            and "kv_transfer_params" not in source.text:
+        return ParsedFile(source)          # not a vLLM launcher nor a P/D proxy app: nothing to parse
     return parse(source)
 
 

@@ -213,6 +213,7 @@ class Launch:
     branch: tuple = ()         # shell: the if/case arms it is written in (parsers.shell_lex.exclusive)
     alternative_of: int | None = None   # line of the same engine written in an exclusive arm
     count: int | None = 1      # engines it starts: a `for` loop's iterations (None: known at run time)
+    proxy_flavour: str = ""    # PROXY read from its own source (parsers.pyproxy): custom-multiturn | custom
 
     @property
     def port(self) -> int | None:

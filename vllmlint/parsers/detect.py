@@ -112,10 +112,20 @@ def _python_module(words: list[str], i: int) -> Detected | None:
             return None
         if words[j].endswith(".py"):
             base = _basename(words[j])
-            if base in REFERENCE_PROXIES or "proxy" in base:
+            if base in REFERENCE_PROXIES or "proxy" in base or _pd_router_options(words[j + 1:]):
                 return Detected(PROXY, j, j + 1, base)
             return None
     return None
+
+
+PD_ROUTER_OPTION_RE = re.compile(r"^--(?:prefill|prefiller|decode|decoder)(?:[-_](?:hosts?|ports?|urls?|endpoints?|addr(?:ess)?))?(?:=|$)")
+
+
+def _pd_router_options(words: list[str]) -> bool:
+    """`python router.py --prefill http://p:8100 --decode http://d:8200`: a script given both
+    a prefill and a decode address is a P/D router (whatever its name)."""
+    sides = {m.group(0).lstrip("-")[:3] for w in words if (m := PD_ROUTER_OPTION_RE.match(w))}
+    return sides >= {"pre", "dec"}
 
 
 # `docker|podman|nerdctl run` options that take no value; every other option takes one
