@@ -4,7 +4,9 @@ completions, the scale-out gate, ExampleConnector's log lines, a child process i
 For fast tests of `vllmlint verify`'s orchestration; the real server is tested in
 test_verify_vllm.py. Knobs (environment): FAKE_VLLM_CRASH=1 exits with a vLLM-style error,
 FAKE_VLLM_CRASH_ON_REQUEST=1 dies at the first completion (after /health passed),
-FAKE_VLLM_NEVER_HEALTHY=1 never answers 200 on /health, FAKE_VLLM_PIDFILE=PATH records the pids.
+FAKE_VLLM_NEVER_HEALTHY=1 never answers 200 on /health, FAKE_VLLM_PIDFILE=PATH records the pids,
+FAKE_VLLM_PORT_CLASH_ONCE=PATH (PATH absent: creates it) logs vLLM's ZMQ port clash and hangs, as
+vLLM does when a server starting beside it took the port it picked.
 """
 from __future__ import annotations
 
@@ -56,6 +58,11 @@ def main(argv: list[str]) -> int:
         print("Traceback (most recent call last):", flush=True)
         print("ValueError: fake engine failed to start", flush=True)
         return 1
+    clash = os.environ.get("FAKE_VLLM_PORT_CLASH_ONCE")
+    if clash and not os.path.exists(clash):
+        open(clash, "w").close()
+        print("zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:53427')", flush=True)
+        time.sleep(600)
     tokens_only = "--tokens-only" in flags
     scale_out = mode == "render" or tokens_only or "--enable-scale-out" in flags
     if not scale_out:

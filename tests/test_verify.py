@@ -245,6 +245,15 @@ def test_a_server_that_dies_at_start_exits_2_with_its_error_line(tmp_path, fake_
     assert code == 2 and "did not start: vllm serve: error: unrecognized arguments: --not-a-vllm-flag" in text
 
 
+def test_a_server_that_lost_a_port_race_is_started_again(tmp_path, fake_vllm, model_dir):
+    """vLLM picks its internal ports free-then-bind: a server that lost the race to one started
+    beside it hangs with `Address already in use`. verify starts it again instead of waiting
+    out the timeout (seen in CI: 600 s, then a failed replay)."""
+    stack = write_compose(tmp_path, {"FAKE_VLLM_PORT_CLASH_ONCE": str(tmp_path / "clashed")})
+    code, text, _ = run_verify(stack, fake_vllm, model_dir, "--timeout", "60")
+    assert (tmp_path / "clashed").exists() and code == 0, text
+
+
 def test_a_model_that_crashes_on_the_first_request_fails_a_probe(tmp_path, fake_vllm, model_dir):
     stack = write_compose(tmp_path, {"FAKE_VLLM_CRASH_ON_REQUEST": "1"})
     code, report, _ = run_verify(stack, fake_vllm, model_dir, "--format", "json")

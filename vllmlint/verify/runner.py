@@ -27,6 +27,8 @@ from .procs import Proc, Supervisor, free_port
 from .router import BuiltinRouter, find_script, proxy_argv, wait_port
 
 EXIT_OK, EXIT_PROBE, EXIT_START = 0, 1, 2
+PORT_CLASH = "Address already in use"
+PORT_CLASH_RESTARTS = 2   # restarts of a server that lost a race for an internal port
 PD_TRIES = 3              # P/D probe attempts when NIXL's first handshake is missed
 PD_PROMPT = " ".join(["the quick brown fox jumps over the lazy dog"] * 30)   # > 128 tokens (CPU block)
 RENDER_PATHS = ("/render", "/derender")
@@ -58,6 +60,7 @@ class ServerResult:
     error_line: str | None = None
     probes: list[Probe] = field(default_factory=list)
     model_name: str | None = None
+    port_clashes: int = 0            # restarts after losing a race for an internal port
 
     def as_dict(self) -> dict:
         p = self.plan
@@ -337,6 +340,14 @@ class UnitRun:
         while pending and time.monotonic() < deadline:
             for r in list(pending):
                 assert r.proc is not None
+                if r.port_clashes < PORT_CLASH_RESTARTS and PORT_CLASH in r.proc.log_text()[-20000:]:
+                    # vLLM picks its internal ZMQ ports free-then-bind: two servers starting at once
+                    # can pick the same one, and the loser hangs. Start it again (not a config fault).
+                    r.port_clashes += 1
+                    self.v.echo(f"  {r.plan.name}: a port taken by a server starting beside it; starting it again")
+                    self.sup.stop(r.proc, grace=5.0)
+                    r.proc = self.sup.start(f"{_slug(r.plan)}", r.plan.argv, r.plan.env, cwd=self.ctx.workdir)
+                    continue
                 if not r.proc.alive():
                     r.error_line = logs.error_line(r.proc.log_text()) + f" (exit {r.proc.popen.returncode})"
                     self.result.started = False
