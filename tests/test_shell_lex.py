@@ -804,3 +804,48 @@ def test_large_inputs_are_fast(unit):
     toks = lex(src)
     commands(src)
     assert isinstance(toks, list)
+
+
+def _shell_texts():
+    from pathlib import Path
+    repo = Path(__file__).resolve().parent.parent
+    roots = [repo / "fixtures", Path("/work/shared/corpus/files"), repo.parent / "shared" / "corpus" / "files"]
+    seen = set()
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and (p.suffix in (".sh", ".bash", ".sbatch", ".slurm") or p.read_bytes()[:2] == b"#!"):
+                text = p.read_text("utf-8", "replace")
+                if text not in seen:
+                    seen.add(text)
+                    yield text
+
+
+EDGE_SCRIPTS = [
+    "vllm serve m \\\n  --port 1\n", "cat <<EOF\nbody\nEOF\nvllm serve m\n", "cat <<EOF\nbody never closed\n",
+    "echo 'open\n", "echo $(date\n", "x=${a\n", "echo `date\n", "f() { vllm serve m; }\n", "echo ok \\\n",
+    "arr=(vllm serve m)\n\"${arr[@]}\"\n", "case $x in a) vllm serve m;; esac\n", "echo $((1 + 2))\n", "no newline",
+]
+
+
+@pytest.mark.parametrize("text", EDGE_SCRIPTS)
+def test_lex_checked_matches_two_passes_on_edges(text):
+    from vllmlint.parsers.shell_lex import lex_checked
+    bad, tokens = lex_checked(text)
+    if tokens is not None:
+        assert bad is None and tokens == lex(text, redirects=True)
+
+
+def test_lex_checked_matches_two_passes_on_every_script():
+    """The one-pass tokens (parse_shell's) are exactly what a second lex of the text gives, on
+    every shell fixture and corpus script; most scripts take the one-pass road."""
+    from vllmlint.parsers.shell_lex import lex_checked
+    reused = total = 0
+    for text in _shell_texts():
+        bad, tokens = lex_checked(text)
+        total += 1
+        if tokens is not None:
+            reused += 1
+            assert tokens == lex(text, redirects=True)
+    assert total > 50 and reused > total * 0.8

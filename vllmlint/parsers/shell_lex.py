@@ -116,14 +116,43 @@ def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) ->
     return False
 
 
-def commands(src: str) -> list[SimpleCommand]:
+def commands(src: str, tokens: list | None = None) -> list[SimpleCommand]:
     """Split lexed tokens into simple commands at operators; reserved words that open or
     separate compound commands (if then elif else fi for while until do done case esac
     in-case-patterns function-headers `name()`, `{`, `}`, `!`, `[[ ... ]]` kept as words)
     are not part of the next command's words. A command with only assignments is kept
-    (it is how `X=1` and arrays are recorded)."""
+    (it is how `X=1` and arrays are recorded). `tokens`: `lex(src, redirects=True)` when the
+    caller has it already (lex_checked)."""
     text = _as_text(src)
-    return _CommandSplitter(text, lex(text, redirects=True)).run()
+    return _CommandSplitter(text, tokens if tokens is not None else lex(text, redirects=True)).run()
+
+
+_END_MARK = "\n\n__vllmlint_end_of_script__\n"
+
+
+def lex_checked(text: str) -> tuple[int | None, list | None]:
+    """(offset of the word in which a quote, `$(`, `${` or backtick opens and never closes, or
+    None; `lex(text, redirects=True)` when it could be read off the same pass, else None).
+
+    The text is lexed with a marker word after it: a construct still open at the end of the
+    text swallows the marker (bash refuses such a script; an unterminated heredoc is not
+    reported: bash only warns). When nothing straddles the end and the text ends with a plain
+    newline, the tokens before the marker are the text's own (the lexer reads left to right and
+    its look-aheads never match the marker), so the caller need not lex again."""
+    end = len(text)
+    tokens = _Lexer(text + _END_MARK).run()
+    bad = next((t.start for t in tokens
+                if not isinstance(t, Redirect) and t.start < end and t.end > end + 2), None)
+    reusable = bad is None and text.endswith("\n") and not text.endswith("\\\n") and not any(
+        t.start < end < t.end or (isinstance(t, Redirect) and t.heredoc is not None and t.start < end
+                                  and _heredoc_reaches(t, end)) for t in tokens)
+    return bad, ([t for t in tokens if t.end <= end] if reusable else None)
+
+
+def _heredoc_reaches(redirect: Redirect, end: int) -> bool:
+    """The heredoc's body is not closed within the first `end` characters."""
+    doc = redirect.heredoc
+    return not (0 <= doc.body_start <= doc.body_end <= end)
 
 
 # --------------------------------------------------------------------------------------

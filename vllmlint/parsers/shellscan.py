@@ -170,7 +170,7 @@ class _Scanner:
 
     # -- the walk -----------------------------------------------------------
     def run(self) -> ShellScan:
-        for cmd in commands(self.text):
+        for cmd in commands(self.text, getattr(self, "tokens", None)):
             for array in cmd.arrays:
                 self._record_array(array)
             if not cmd.words:
@@ -700,12 +700,14 @@ def _shell_c_script(words: list[Word]) -> Word | None:
 
 def scan_shell(file: SourceFile, text: str, omap=None, *, context: str = "script", group: str = "",
                inherited_env: list[EnvEntry] | None = None, image: str | None = None,
-               in_eval: bool = False, variables: dict[str, str] | None = None) -> ShellScan:
+               in_eval: bool = False, variables: dict[str, str] | None = None,
+               tokens: list | None = None) -> ShellScan:
     """`variables`: values the script's environment gives it (a CI step's `env:`), read only to
-    recognise a program or an image held in a variable."""
+    recognise a program or an image held in a variable. `tokens`: `text` already lexed."""
     known = {name: [VarValue(value, [], (), 0)] for name, value in (variables or {}).items()}
     scanner = _Scanner(file, text, omap if omap is not None else Shift(0), context,
                        group or file.display, inherited_env or [], image, in_eval, 0, known)
+    scanner.tokens = tokens
     return scanner.run()
 
 
@@ -719,28 +721,13 @@ def split_words(file: SourceFile, text: str, omap) -> list[Arg]:
     return out
 
 
-_END_MARK = "\n\n__vllmlint_end_of_script__\n"
-
-
-def unterminated(text: str) -> int | None:
-    """Offset of the word in which a quote, `$(`, `${` or backtick opens and never closes (bash
-    refuses such a script), None when everything closes. The text is lexed with a marker word
-    after it: a construct still open at the end of the text swallows the marker. An unterminated
-    heredoc is not reported (bash only warns)."""
-    from .shell_lex import lex
-
-    end = len(text)
-    for tok in lex(text + _END_MARK):
-        if tok.start < end and tok.end > end + 2:
-            return tok.start
-    return None
-
-
 def parse_shell(source: SourceFile):
     from ..model.launch import ParsedFile, ParseError
-    bad = unterminated(source.text)
+    from .shell_lex import lex_checked
+
+    bad, tokens = lex_checked(source.text)        # one pass: the check and, mostly, the tokens
     if bad is not None:
         raise ParseError(source.line_col(bad)[0], "shell syntax error: a quote, `$(`, `${` or backtick "
                                                   "in this word is never closed")
-    scan = scan_shell(source, source.text, Shift(0), context="script", group=source.display)
+    scan = scan_shell(source, source.text, Shift(0), context="script", group=source.display, tokens=tokens)
     return ParsedFile(source, launches=scan.launches, env=scan.env)
