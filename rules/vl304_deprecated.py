@@ -66,16 +66,15 @@ class Deprecated(Rule):
                 if m.kind not in ("exact", "prefix") or m.base not in cat.flags:
                     continue
                 info = cat.flags[m.base]
-                wfile, where = opt.place(launch)
                 if info.get("dep") and opt.sub is None:
-                    yield self.finding(wfile, where,
+                    yield self.finding(*opt.place(launch),
                                        f"`{opt.name}` is deprecated in vLLM {t}" + _instead(info['dep']),
                                        detail=f"vLLM says: {_said(info['dep'])}")
                 value = flag_value(opt) if opt.sub is None else None
                 dep_values = info.get("dep_values") or {}
                 if value is not None and value in dep_values:
                     vfile, vspan = (opt.value.file, opt.value.span) if opt.value is not None and opt.value.span \
-                        and opt.value.file is not None else (wfile, where)
+                        and opt.value.file is not None else opt.place(launch)
                     yield self.finding(vfile, vspan,
                                        f"`{opt.name} {value}` is deprecated in vLLM {t}" + _instead(_text(dep_values[value])),
                                        detail=f"vLLM says: {_said(_text(dep_values[value]))}")

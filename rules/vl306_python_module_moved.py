@@ -6,6 +6,10 @@ from vllmlint.lint.registry import Rule
 
 # shell words, JSON/YAML list items, and comment lines between them (a suppression comment)
 SEP = r"""["']?(?:[ \t,]|\n(?:[ \t]*\#[^\n]*\n)*[ \t]*-[ \t]|\\\n)+["']?"""
+# a Python file that imports vLLM at all (cheap test before its syntax tree is built)
+IMPORTS_VLLM_RE = re.compile(r"(?m)^[ \t]*(?:from[ \t]+vllm\b|import[ \t][^\n#]*\bvllm\b)|\bimport_module\(|__import__\(")
+# a cheap test before PY_M_RE (slow on long files): `vllm.` and a `-m` word (a literal prefix: fast)
+PY_M_HINT = re.compile(r"-m[\s\"',\\]")
 PY_M_RE = re.compile(r"(?<![\w.-])python[\d.]*" + f"(?:{SEP}-[a-zA-Z]+)*?{SEP}-m{SEP}" + r"(?P<mod>vllm(?:\.\w+)+)")
 
 
@@ -58,9 +62,9 @@ class PythonModuleMoved(Rule):
         hist = history()
         for pf in project.files:
             source = pf.source
-            if source.kind == "python":
+            if source.kind == "python" and IMPORTS_VLLM_RE.search(source.text):
                 yield from self._imports(pf, cat, hist, project)
-            if "-m" in source.text:
+            if "vllm." in source.text and PY_M_HINT.search(source.text):
                 yield from self._python_m(pf, cat, hist)
 
     # -- what happened to one module ---------------------------------------------------------

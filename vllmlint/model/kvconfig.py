@@ -105,8 +105,27 @@ def _dotted_value(text: str):
         return text
 
 
+_READ: dict[int, tuple[Launch, KVConfig | None]] = {}
+
+
 def kv_config(launch: Launch) -> KVConfig | None:
-    """The launch's KV transfer config, or None when it sets none."""
+    """The launch's KV transfer config, or None when it sets none (read once per launch: the
+    graph and five rules ask; forget_kv_configs() drops them when a project is done)."""
+    hit = _READ.get(id(launch))
+    if hit is not None and hit[0] is launch:
+        return hit[1]
+    if len(_READ) > 1 << 15:
+        _READ.clear()
+    cfg = _read_kv_config(launch)
+    _READ[id(launch)] = (launch, cfg)
+    return cfg
+
+
+def forget_kv_configs() -> None:
+    _READ.clear()
+
+
+def _read_kv_config(launch: Launch) -> KVConfig | None:
     cfg: KVConfig | None = None
     options = launch.argv[launch.options_start:]
     for i, arg in enumerate(options):

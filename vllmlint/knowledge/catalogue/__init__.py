@@ -54,9 +54,14 @@ def _versions() -> tuple[str, ...]:
 
 def release_for(target: Version) -> str | None:
     """The newest catalogued release not newer than `target` (None: older than all of them)."""
+    return _release_for(tuple(target))
+
+
+@lru_cache(maxsize=256)
+def _release_for(target: tuple) -> str | None:
     best = None
     for v in versions():
-        if vkey(v) <= tuple(target):
+        if vkey(v) <= target:
             best = v
     return best
 
@@ -119,6 +124,7 @@ class Catalogue:
         self._sorted: list[str] | None = None
         self._close_env: dict[str, list[str]] = {}      # did-you-mean answers, asked per launch and step
         self._modules: set[str] | None = None
+        self._matches: dict[str, Match] = {}            # match() per name: names repeat across launches
 
     def __repr__(self) -> str:
         return f"<Catalogue vLLM {self.version}>"
@@ -148,6 +154,12 @@ class Catalogue:
     def match(self, name: str) -> Match:
         """Resolve an option name (no `=value`, no dotted part) the way argparse does:
         exact, then a unique prefix of a long option (allow_abbrev)."""
+        hit = self._matches.get(name)
+        if hit is None:
+            hit = self._matches[name] = self._match(name)
+        return hit
+
+    def _match(self, name: str) -> Match:
         opts = self.options
         norm = normalize(name)
         if norm in opts:
