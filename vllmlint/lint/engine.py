@@ -87,7 +87,6 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
     findings: list[Finding] = []
     problems: list[Problem] = []
     from ..knowledge.catalogue.argv import forget_options
-    from ..model.kvconfig import forget_kv_configs
 
     try:
         for rule in rules:
@@ -98,8 +97,8 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
                 problems.append(Problem("vllmlint", 0, f"internal error in {rule.code}: {err!r} "
                                         f"at {Path(where.filename).name}:{where.lineno}"))
     finally:
-        forget_options()       # the rules share each launch's options and KV config; the next project has others
-        forget_kv_configs()
+        forget_options()       # the rules share each launch's options; the next project has others
+        project.__dict__.pop("_graph", None)        # graph_of's, for this run's rules
     from .report import mask_secrets, secret_values
 
     secrets = secret_values(project)      # a message never shows a token, key or password

@@ -271,7 +271,8 @@ def _norm(path: str) -> str:
 
 
 def graph_of(project: Project) -> Graph:
-    """One graph per project, shared by the rules of a run."""
+    """One graph per project, shared by the rules of a run (engine.run_rules drops it after
+    them: project <-> graph is a cycle, and the collector is off for lint commands)."""
     cached = getattr(project, "_graph", None)
     if cached is None:
         cached = Graph(project)

@@ -90,16 +90,30 @@ def secret_values(project) -> set[str]:
     after a secret flag in any launch's argv."""
     found = {e.value for e in project.env if e.value and is_secret(e.name)}
     for launch in project.launches:
-        found.update(e.value for e in launch.env if e.value and is_secret(e.name))
-        values = [a.value for a in launch.argv]
-        for i, token in enumerate(values):
-            flag, eq, rest = token.partition("=")
-            if flag.replace("_", "-") in SECRET_FLAGS:
-                if eq:
-                    found.add(rest)
-                elif i + 1 < len(values):
-                    found.add(values[i + 1])
+        found |= _launch_secrets(launch)
     return {v for v in found if v and v != MASK}
+
+
+_SECRETS_OF: dict[int, tuple] = {}     # per launch (held, so an id is never reused): each migrate step asks
+
+
+def _launch_secrets(launch) -> frozenset:
+    hit = _SECRETS_OF.get(id(launch))
+    if hit is not None and hit[0] is launch:
+        return hit[1]
+    found = {e.value for e in launch.env if e.value and is_secret(e.name)}
+    values = [a.value for a in launch.argv]
+    for i, token in enumerate(values):
+        flag, eq, rest = token.partition("=")
+        if flag.replace("_", "-") in SECRET_FLAGS:
+            if eq:
+                found.add(rest)
+            elif i + 1 < len(values):
+                found.add(values[i + 1])
+    if len(_SECRETS_OF) > 1 << 15:
+        _SECRETS_OF.clear()
+    _SECRETS_OF[id(launch)] = (launch, frozenset(found))
+    return _SECRETS_OF[id(launch)][1]
 
 
 def finding_dict(f: Finding) -> dict:

@@ -110,7 +110,8 @@ _READ: dict[int, tuple[Launch, KVConfig | None]] = {}
 
 def kv_config(launch: Launch) -> KVConfig | None:
     """The launch's KV transfer config, or None when it sets none (read once per launch: the
-    graph and five rules ask; forget_kv_configs() drops them when a project is done)."""
+    graph and five rules ask, at every step of a migration for the launches of files the step
+    left alone; the memo holds each launch it answered for, so an id is never reused in it)."""
     hit = _READ.get(id(launch))
     if hit is not None and hit[0] is launch:
         return hit[1]
@@ -119,10 +120,6 @@ def kv_config(launch: Launch) -> KVConfig | None:
     cfg = _read_kv_config(launch)
     _READ[id(launch)] = (launch, cfg)
     return cfg
-
-
-def forget_kv_configs() -> None:
-    _READ.clear()
 
 
 def _read_kv_config(launch: Launch) -> KVConfig | None:

@@ -87,6 +87,7 @@ def parse_python(source: SourceFile) -> ParsedFile:
         imports = [node for _, _, node in sorted(parser.imports, key=lambda x: x[:2])]
         _EngineScan(source, tree, pf, parser.env, imports, parser.offsets).run()
         read_proxy(source, tree, pf, parser.offsets.off)
+    _break_cycles(parser)
     return pf
 
 
@@ -525,7 +526,21 @@ def _call_args(node, bases: bool = False) -> list[_Arg]:
     if node.keywords and len(items) > 1:
         items.sort(key=lambda a: (a.node.lineno, a.node.col_offset))
     node._vl_args = items
+    _ARGS_CACHED.append(node)
     return items
+
+
+# Calls whose _vl_args the parse of one file set: `_Arg.owner` points back at the call, a cycle
+# the collector (off for lint commands) would never free; parse_python drops them when done.
+_ARGS_CACHED: list = []
+
+
+def _break_cycles(parser) -> None:
+    for node in _ARGS_CACHED:
+        node.__dict__.pop("_vl_args", None)
+    _ARGS_CACHED.clear()
+    for chain in parser.chains:
+        chain.scope = None          # Scope.chains <-> Chain.scope
 
 
 class _Offsets:
