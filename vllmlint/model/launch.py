@@ -111,12 +111,27 @@ class Arg:
         character for character onto the file travels as a range."""
         state = dict(self.__dict__)
         if self.locate is not None:
-            offs = self.offsets
+            offs = self._written_as_is() if self._offsets is None else None
+            if offs is None:
+                offs = self.offsets
             if offs and offs[-1] - offs[0] == len(offs) - 1 and list(offs) == list(range(offs[0], offs[-1] + 1)):
                 offs = range(offs[0], offs[-1] + 1)
             state["locate"] = KnownOffsets(offs)
         state["_offsets"] = None
         return state
+
+    def _written_as_is(self) -> range | None:
+        """The offsets of a token written bare or in plain quotes, read off its span without the
+        front end's `locate` (most tokens: pickling a parsed tree costs half as much)."""
+        if self.file is None or self.span is None or not self.value:
+            return None
+        s, e = self.span
+        raw = self.file.text[s:e]
+        if raw == self.value:
+            return range(s, e)
+        if len(raw) == len(self.value) + 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[1:-1] == self.value:
+            return range(s + 1, e - 1)
+        return None
 
     def sub_span(self, start: int, end: int) -> Span | None:
         """File span of value[start:end], when the value maps back to the file. A character
