@@ -175,7 +175,7 @@ def catalogue_folder(settings=None):
     """The folder of added releases: $VLLMLINT_CATALOGUE_DIR, the settings' catalogue-dir, the cache."""
     from pathlib import Path
 
-    from ..knowledge.catalogue.added import folder
+    from ..knowledge.catalogue import folder
     from .config import ConfigError, load_settings
 
     if settings is None:

@@ -46,6 +46,13 @@ TEMPLATE_ACTION_RE = re.compile(r"\{\{.*?\}\}")     # `vllm/vllm-openai:{{ .Valu
 DEFAULT_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
 
 
+SHELLS = {"sh", "bash", "zsh", "dash", "ash", "ksh"}
+
+
+def basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
 def is_vllm_image(image: str | None) -> bool:
     """`vllm/vllm-openai:v0.29.0`, registry-prefixed, or compose's `${VLLM_IMAGE:-vllm/...}`: an
     image whose entrypoint is `vllm serve` (builds like `rocm/vllm-dev` are vLLM but start a
@@ -58,10 +65,6 @@ def is_vllm_image(image: str | None) -> bool:
     return bool(VLLM_IMAGE_RE.match(image))
 
 
-def _basename(word: str) -> str:
-    return word.rsplit("/", 1)[-1]
-
-
 def serve_kind(options: list[str]) -> str:
     return TOKENS_ONLY if any(normalize_flag(o.split("=", 1)[0]) == "--tokens-only"
                               for o in options if o.startswith("--")) else SERVE
@@ -70,7 +73,7 @@ def serve_kind(options: list[str]) -> str:
 def detect(words: list[str]) -> Detected | None:
     """Find the first vLLM launch or proxy in `words` (values after quote removal)."""
     for i, word in enumerate(words):
-        base = _basename(word)
+        base = basename(word)
         nxt = words[i + 1] if i + 1 < len(words) else ""
         if base == "vllm" and nxt in VLLM_SUBCOMMANDS:
             if nxt == "serve":
@@ -111,7 +114,7 @@ def _python_module(words: list[str], i: int) -> Detected | None:
                     return Detected(RENDER, i, j + 4, f"python -m {module} launch render")
             return None
         if words[j].endswith(".py"):
-            base = _basename(words[j])
+            base = basename(words[j])
             if base in REFERENCE_PROXIES or "proxy" in base or _pd_router_options(words[j + 1:]):
                 return Detected(PROXY, j, j + 1, base)
             return None
@@ -174,7 +177,7 @@ def container_run(words: list[str]) -> ContainerRun | None:
     """The first container run in `words` (values after quote removal), found by parsing the
     runner's own options, so the image is the first word that is not an option or its value."""
     for i, word in enumerate(words[:-1]):
-        base = _basename(word)
+        base = basename(word)
         if base in CONTAINER_RUNNERS:
             j = i + 1
             if words[j] == "container" and j + 1 < len(words):
@@ -259,7 +262,7 @@ def strip_transport(image: str) -> str:
 def docker_run_image(words: list[str]) -> int | None:
     """Index of a vllm/vllm-openai image in `docker|podman run ... IMAGE args`, if any."""
     for i, word in enumerate(words[:-1]):
-        if _basename(word) in ("docker", "podman", "nerdctl") and "run" in words[i + 1:i + 3]:
+        if basename(word) in ("docker", "podman", "nerdctl") and "run" in words[i + 1:i + 3]:
             for j in range(i + 2, len(words)):
                 if is_vllm_image(words[j]):
                     return j

@@ -11,11 +11,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .detect import ContainerRun, container_run, detect, is_vllm_image, serve_kind, strip_transport
+from .detect import SHELLS, ContainerRun, basename, container_run, detect, is_vllm_image, serve_kind, strip_transport
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run
 from .shell_lex import ArrayAssign, SimpleCommand, Word, commands, exclusive
 
-SHELLS = {"sh", "bash", "zsh", "dash", "ash", "ksh"}
 ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)$", re.S)
 ARRAY_REF_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}$")
 RUNTIME_ARGS = {"$@", "$*", "${@}", "${*}"}
@@ -76,10 +75,6 @@ class Compose:
 class ShellScan:
     launches: list[Launch] = field(default_factory=list)
     env: list[EnvEntry] = field(default_factory=list)
-
-
-def basename(word: str) -> str:
-    return word.rsplit("/", 1)[-1]
 
 
 _SCANNERS = itertools.count()

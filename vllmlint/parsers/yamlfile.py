@@ -12,13 +12,24 @@ import re
 import yaml
 
 from . import crds
-from .detect import detect, is_vllm_image, serve_kind
+from .detect import SHELLS, basename, detect, is_vllm_image, serve_kind
 from ..model.launch import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef, SourceFile,
                      normalize_flag)
-from .shellscan import SHELLS, basename, scan_shell, split_words
 from .yaml_edit import append_site, remove_item
 from .yaml_edit import content_end as yaml_edit_end
 from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
+
+
+def scan_shell(*args, **kwargs):
+    """shellscan.scan_shell, imported on first use: most manifests hold no shell script."""
+    from .shellscan import scan_shell as scan
+    return scan(*args, **kwargs)
+
+
+def split_words(*args, **kwargs):
+    from .shellscan import split_words as split
+    return split(*args, **kwargs)
+
 
 # keys whose values never hold a container or a workload's labels: the walks skip them
 NO_CONTAINERS_BELOW = frozenset({"env", "envFrom", "volumeMounts", "volumes", "ports", "resources", "tolerations",

@@ -382,13 +382,34 @@ def _merged_history() -> History:
 # ------------------------------------------------------------------------------------------
 # Releases named on the command line or in the settings
 # ------------------------------------------------------------------------------------------
+ENV = "VLLMLINT_CATALOGUE_DIR"
+
+
+def default_folder() -> Path:
+    import os
+
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "vllmlint" / "catalogue"
+
+
+def folder(configured: str | Path | None = None) -> Path:
+    """The user catalogue folder (`vllmlint catalogue add`): $VLLMLINT_CATALOGUE_DIR, else
+    `configured` (the settings' catalogue-dir, already made absolute), else the cache folder."""
+    import os
+
+    env = os.environ.get(ENV)
+    if env:
+        return Path(env)
+    return Path(configured) if configured else default_folder()
+
+
 def named(value: str, added_dir: Path | None = None) -> "Catalogue":
     """The catalogue a name means: an added release's name (in `added_dir`), a built-in release
     number, or `latest` (the newest built-in one). ValueError (listing them) otherwise."""
-    from . import added
-
     text = value.strip()
-    if added_dir is not None:
+    if added_dir is not None and added_dir.is_dir():       # most runs: no added release, no import
+        from . import added
+
         cat = added.load_added(added_dir, text)
         if cat is not None:
             return cat
@@ -401,6 +422,8 @@ def named(value: str, added_dir: Path | None = None) -> "Catalogue":
         version = None
     if version in known:
         return load(version)
+    from . import added
+
     extra = added.names(added_dir) if added_dir is not None else []
     raise ValueError(
         f"{value!r} is not a catalogued vLLM release: use one of {known[0]}-{known[-1]} "

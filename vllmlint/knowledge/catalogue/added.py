@@ -10,27 +10,13 @@ or `latest`, and its release number (`version`) places it among the built-in one
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-ENV = "VLLMLINT_CATALOGUE_DIR"
+from . import ENV, default_folder, folder  # noqa: F401  (here since the first release: callers import them from here)
+
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
-
-
-def default_folder() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "vllmlint" / "catalogue"
-
-
-def folder(configured: str | Path | None = None) -> Path:
-    """The user catalogue folder: $VLLMLINT_CATALOGUE_DIR, else `configured` (the settings'
-    catalogue-dir, already made absolute), else the cache folder."""
-    env = os.environ.get(ENV)
-    if env:
-        return Path(env)
-    return Path(configured) if configured else default_folder()
 
 
 @dataclass(frozen=True)
