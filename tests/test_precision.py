@@ -176,3 +176,19 @@ def test_image_tags_in_python_test_code_are_reported_not_bumped(tmp_path):
     assert out["tests/test_render.py"] == test_code
     assert out["deploy.py"] == launcher.replace("v0.8.5", "v0.30.0")
     assert "in test code: bump it by hand" in result.output
+
+
+@pytest.mark.parametrize("image, release, unnamed", [
+    ("rocm/vllm:rocm6.4.1_vllm_0.9.1_20250715", (0, 9, 1), False),     # ROCm's tags carry the release
+    ("rocm/vllm-dev:open-mi300-08052025", None, True),                 # a dated build: pinned, unnamed
+    ("vllm/vllm-openai:v0.29.0", (0, 29, 0), False),
+    ("vllm/vllm-openai:latest", None, False),                          # moves with releases: not unnamed
+    ("vllm/vllm-openai:nightly-2f3c4d5", None, False),
+    ("vllm/vllm-openai", None, False),
+    ("vllm/vllm-openai:${TAG}", None, False),                          # set at run time
+    ("lmsysorg/sglang:v0.4.0", None, False),                           # not vLLM at all
+])
+def test_release_named_by_an_image_tag(image, release, unnamed):
+    from vllmlint.lint.releases import release_from_image, unnamed_release
+    assert release_from_image(image) == release
+    assert bool(unnamed_release(image)) is unnamed

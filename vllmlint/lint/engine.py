@@ -45,6 +45,15 @@ def gate_fixes_by_release(findings: list[Finding]) -> None:
         if fix is None or fix.min_release is None:
             continue
         older = [l for l in fix.launches if l.release is not None and l.release < fix.min_release]
+        unnamed = [l for l in fix.launches if l.release is None and l.release_unnamed]
+        if unnamed and not older:
+            launch = unnamed[0]
+            f.fix, f.fixable = None, False
+            f.message += " (not fixed: the launch's image tag names no vLLM release)"
+            f.detail = _join(f.detail, f"{launch.release_unnamed[0].upper()}{launch.release_unnamed[1:]}, so "
+                                       f"vllmlint cannot tell whether the fixed config works on what runs today "
+                                       f"(it needs {fmt(fix.min_release)}); fix it when you move to a tagged release.")
+            continue
         if older:
             launch = older[0]
             f.fix, f.fixable = None, False

@@ -35,12 +35,32 @@ def pinned_versions(text: str) -> set[tuple[int, int, int]]:
     return out
 
 
+# a build whose tag carries the vLLM release among other parts: ROCm's `rocm6.4.1_vllm_0.9.1_20250715`
+EMBEDDED_RELEASE_RE = re.compile(r"(?:^|[_.-])vllm[_-]?v?(\d+)\.(\d+)\.(\d+)(?!\d)", re.I)
+# tags that name no release but move with vLLM's main line: what they run is newest, not unknown
+MOVING_TAG_RE = re.compile(r"^(?:latest|main|nightly[\w.-]*|[0-9a-f]{7,40})$")
+
+
 def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) -> tuple[int, int, int] | None:
     ref = parse_image(image)
     if ref is None or not is_vllm_image(ref, extra_images):
         return None
     tag = parse_tag(ref.tag)
-    return tag.version if tag else None
+    if tag is not None and tag.version is not None:
+        return tag.version
+    m = EMBEDDED_RELEASE_RE.search(ref.tag or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> str:
+    """Why the release a vLLM image runs is unknown though the image pins one (a dated or
+    custom tag: `rocm/vllm-dev:open-mi300-08052025`), else ""."""
+    ref = parse_image(image)
+    if ref is None or not ref.tag or not is_vllm_image(ref, extra_images) or MOVING_TAG_RE.match(ref.tag):
+        return ""
+    if release_from_image(image, extra_images) is not None or "$" in ref.tag or "{" in ref.tag:
+        return ""
+    return f"image {image}: its tag names no vLLM release"
 
 
 def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
@@ -54,6 +74,7 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
     dockerfile_pins: dict[Path, set] = {}
     for launch in project.launches:
         launch.release, launch.release_from = None, ""
+        launch.release_unnamed = unnamed_release(launch.image, extra_images)
         version = release_from_image(launch.image, extra_images)
         if version is not None:
             launch.release = version

@@ -224,6 +224,7 @@ class Launch:
     gpu_count: int | None = None       # GPUs it asks for (k8s nvidia.com/gpu, compose count)
     release: tuple[int, int, int] | None = None   # the vLLM release it runs today (lint.releases)
     release_from: str = ""                        # what says so: "image vllm/vllm-openai:v0.29.0"
+    release_unnamed: str = ""  # a pinned image whose tag names no release (lint.releases.unnamed_release)
     via: str = ""              # how it was recognised, when not plain (`via docker run, image $IMAGE = ...`)
     branch: tuple = ()         # shell: the if/case arms it is written in (parsers.shell_lex.exclusive)
     alternative_of: int | None = None   # line of the same engine written in an exclusive arm

@@ -13,6 +13,7 @@ import yaml
 
 from . import crds
 from .detect import SHELLS, basename, detect, is_vllm_image, serve_kind
+from ..knowledge.images import is_vllm_image as is_vllm_build     # any build (rocm/vllm-dev): its release
 from ..model.launch import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef, SourceFile,
                      normalize_flag)
 from .yaml_edit import append_site, remove_item
@@ -29,6 +30,21 @@ def scan_shell(*args, **kwargs):
 def split_words(*args, **kwargs):
     from .shellscan import split_words as split
     return split(*args, **kwargs)
+
+
+def _task_image(node: yaml.MappingNode) -> str | None:
+    """The image a task's scripts run in: dstack and GitLab CI `image: IMG` (GitLab's
+    `image: {name: IMG}`), SkyPilot `resources: {image_id: docker:IMG}`."""
+    image = get(node, "image")
+    if isinstance(image, yaml.MappingNode):
+        image = get(image, "name")
+    if isinstance(image, yaml.ScalarNode) and image.value.strip():
+        return image.value.strip()
+    resources = get(node, "resources")
+    image_id = get(resources, "image_id") if isinstance(resources, yaml.MappingNode) else None
+    if isinstance(image_id, yaml.ScalarNode) and image_id.value.startswith("docker:"):
+        return image_id.value[len("docker:"):].strip() or None
+    return None
 
 
 # keys whose values never hold a container or a workload's labels: the walks skip them
@@ -484,10 +500,10 @@ class YamlParser:
         span = (doc.start_mark.index, doc.end_mark.index)
         if not (LAUNCH_HINT_RE.search(self.masked, *span) or SCRIPT_HINT_RE.search(self.masked, *span)):
             return          # the cheap test first: most documents have no loose script
-        stack: list[tuple[yaml.Node, dict[str, str]]] = [(doc, {})]
+        stack: list[tuple[yaml.Node, dict[str, str], str | None]] = [(doc, {}, None)]
         seen: set[int] = set()
         while stack:
-            node, variables = stack.pop()
+            node, variables, image = stack.pop()
             if id(node) in seen:
                 continue
             seen.add(id(node))
@@ -497,23 +513,26 @@ class YamlParser:
                     variables = dict(variables)
                     variables.update({k.value: v.value for k, v in env.value
                                       if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)})
+                image = _task_image(node) or image
                 # values of `env:`/`variables:` are data, not commands
-                stack.extend((v, variables) for k, v in reversed(node.value)
+                stack.extend((v, variables, image) for k, v in reversed(node.value)
                              if not (v is env and isinstance(env, yaml.MappingNode)))
             elif isinstance(node, yaml.SequenceNode):
-                stack.extend((v, variables) for v in reversed(node.value))
+                stack.extend((v, variables, image) for v in reversed(node.value))
             elif (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
                   and (LAUNCH_HINT_RE.search(node.value) or SCRIPT_HINT_RE.search(node.value))):
-                self._loose_script(node, owner, variables)
+                self._loose_script(node, owner, variables, image)
 
-    def _loose_script(self, node: yaml.ScalarNode, owner: str, variables: dict[str, str]) -> None:
+    def _loose_script(self, node: yaml.ScalarNode, owner: str, variables: dict[str, str],
+                      image: str | None = None) -> None:
         offs = self.offsets(node)
         if offs is None:
             return
         line = node.start_mark.line + 1
         self._anchor = (node.start_mark.index, node.start_mark.index)
         scan = scan_shell(self.source, node.value, offs, context=f"script at line {line} ({owner})",
-                          group=f"{self.source.display}:{line}", variables=variables)
+                          group=f"{self.source.display}:{line}", variables=variables,
+                          image=image if image and is_vllm_build(image) else None)     # says its release
         self._add(scan.launches, [])
         self.pf.env.extend(scan.env)
 
