@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from functools import partial
 
 import yaml
 
@@ -210,7 +211,8 @@ class YamlParser:
             if offs is not None:
                 value = "".join(self.text[o] for o in offs)
             dynamic = True
-        return Arg(value, self.source, span, dynamic=dynamic, locate=lambda: self.offsets(node))
+        # the closure holds the text and this scalar only, not the parser (its whole document)
+        return Arg(value, self.source, span, dynamic=dynamic, locate=partial(scalar_offsets, self.masked, node))
 
     # -- env ----------------------------------------------------------------
     def env_entries(self, container: yaml.Node, origin: str) -> list[EnvEntry]:
