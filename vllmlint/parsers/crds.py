@@ -25,7 +25,6 @@ import re
 import yaml
 
 from ..model.launch import ENGINE, OTHER, Arg, EnvEntry, Launch
-from .yaml_edit import remove_item
 from .yaml_source import YamlError, compose_all
 
 # KubeAI's engines (api/k8s/v1/model_types.go): only VLLM is vLLM
@@ -291,14 +290,7 @@ def _env_vars(parser, config: yaml.MappingNode, origin: str) -> list[EnvEntry]:
     env_pair = pair(_get(config, "runtime_env"), "env_vars")
     if env_pair is None or not isinstance(env_pair[1], yaml.MappingNode):
         return []
-    env = env_pair[1]
-    entries = []
-    for i, (k, v) in enumerate(env.value):
-        if isinstance(k, yaml.ScalarNode):
-            value = _scalar(v)
-            entries.append(EnvEntry(k.value, "" if value is None else value, parser.source,
-                                    (k.start_mark.index, v.end_mark.index), origin,
-                                    remove_item(parser.source, parser.text, env, i, env_pair)))
+    entries = parser.map_env(env_pair[1], env_pair, origin)
     parser.pf.env.extend(entries)
     return entries
 

@@ -965,12 +965,15 @@ class _Parser:
         return None
 
     def find_chain(self, key: str | None) -> Chain | None:
-        if key is None:
-            return None
+        return None if key is None else self._in_scope("chains", key)
+
+    def _in_scope(self, table: str, key: str):
+        """`key` in this scope's `table` (chains, strings), else in the module's."""
         scope: Scope | None = self.scope
         while scope is not None:
-            if key in scope.chains:
-                return scope.chains[key]
+            found = getattr(scope, table)
+            if key in found:
+                return found[key]
             scope = None if scope is self.module_scope else self.module_scope
         return None
 
@@ -1213,12 +1216,7 @@ class _Parser:
         self.containers.append((node, self.scope, resolved))
 
     def lookup_string(self, key: str):
-        scope: Scope | None = self.scope
-        while scope is not None:
-            if key in scope.strings:
-                return scope.strings[key]
-            scope = None if scope is self.module_scope else self.module_scope
-        return None
+        return self._in_scope("strings", key)
 
     def shell_call(self, node) -> None:
         func = self.code(node.func).replace(" ", "")

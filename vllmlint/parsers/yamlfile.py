@@ -240,14 +240,21 @@ class YamlParser:
                                         (item.start_mark.index, item.end_mark.index), origin,
                                         remove_item(self.source, self.text, env, i, env_pair)))
         elif isinstance(env, yaml.MappingNode):                  # compose map: NAME: value
-            for i, (k, v) in enumerate(env.value):
-                if isinstance(k, yaml.ScalarNode):
-                    value = scalar(v)
-                    entries.append(EnvEntry(k.value, "" if value is None else value, self.source,
-                                            (k.start_mark.index, v.end_mark.index), origin,
-                                            remove_item(self.source, self.text, env, i, env_pair)))
+            entries += self.map_env(env, env_pair, origin)
         self.pf.env.extend(entries)
         return entries
+
+    def map_env(self, env: yaml.MappingNode, env_pair, origin: str) -> list[EnvEntry]:
+        """`NAME: value` entries of an env map (compose, Ray's runtime_env.env_vars), each
+        removable with its line."""
+        out = []
+        for i, (k, v) in enumerate(env.value):
+            if isinstance(k, yaml.ScalarNode):
+                value = scalar(v)
+                out.append(EnvEntry(k.value, "" if value is None else value, self.source,
+                                    (k.start_mark.index, v.end_mark.index), origin,
+                                    remove_item(self.source, self.text, env, i, env_pair)))
+        return out
 
     # -- argv ---------------------------------------------------------------
     def argv_nodes(self, node: yaml.Node | None) -> list[yaml.Node]:
