@@ -586,6 +586,8 @@ class YamlParser:
             if ref:
                 env_from.append(ref)
         before = len(self.pf.launches)
+        if self._step_script(node, parent_key, image, env, context, group, env_from):
+            return
         engine = crds.engine_field(self, node)
         if engine == "other":
             return              # a KubeAI catalogue entry of another engine (OLlama, Infinity...)
@@ -610,6 +612,24 @@ class YamlParser:
                     "via KServe modelFormat vLLM (a vLLM serving runtime; the runtime's args come first)"
         if len(self.pf.launches) == before:
             self._args_in_env(node, image, env, context, group, env_from)
+
+    def _step_script(self, node: yaml.MappingNode, parent_key: str | None, image, env, context, group,
+                     env_from) -> bool:
+        """A Tekton step's `script:` or an Argo script template's `source:` runs in place of the
+        image's entrypoint, with the container's env: read as that container's shell script."""
+        script = get(node, "script")
+        if not isinstance(script, yaml.ScalarNode):
+            script = get(node, "source") if parent_key == "script" else None
+        if not isinstance(script, yaml.ScalarNode) or not script.value.strip():
+            return False
+        self.consumed.add(id(script))
+        offs = self.offsets(script)
+        if offs is not None:
+            scan = scan_shell(self.source, script.value, offs, context=context, group=group,
+                              inherited_env=env, image=image)
+            self._add(scan.launches, env_from)
+            self.pf.env.extend(scan.env)
+        return True
 
     def _args_list(self, key: str, seq: yaml.SequenceNode, owner: str, index: int,
                    parent: yaml.Node | None = None) -> None:
