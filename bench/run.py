@@ -68,6 +68,7 @@ PEER_OF = {"k8s": "yamllint", "compose": "yamllint", "docker": "hadolint", "sh":
 TARGET_BULK_RATIO = 10.0
 TARGET_MIXED_MS = 1.0
 TARGET_SINGLE = 0.75
+TARGET_FLOOR = 2.0          # one file: wall <= 2x `python -c pass`
 TARGET_CORES = 1.6
 TARGET_FIX = 1.5
 TARGET_MIGRATE_CPU = 2.0        # 24-step migrate vs check
@@ -546,6 +547,11 @@ def bench(corpus: Path, opts, skip: set[str], tmp_root: Path, log) -> str:
                     summary.append((f"one {KIND_LABEL[kind]} file: wall ≤ {TARGET_SINGLE}× yamllint's", f"{ratio:.2f}×",
                                     verdict(ok), f"{fmt_ms(v.wall)} vs {fmt_ms(y.wall)} ms wall; CPU "
                                     f"{fmt_ms(v.cpu)} vs {fmt_ms(y.cpu)} ms ({v.cpu / y.cpu:.2f}×)"))
+            if kind in ("k8s", "compose", "docker", "sh") and base.wall:
+                floor_ratio = v.wall / base.wall
+                summary.append((f"one {KIND_LABEL[kind]} file: wall ≤ {TARGET_FLOOR:g}× `python -c pass`",
+                                f"{floor_ratio:.2f}×", verdict(floor_ratio <= TARGET_FLOOR),
+                                f"{fmt_ms(v.wall)} vs {fmt_ms(base.wall)} ms wall"))
             rows.append(f"| {KIND_LABEL[kind]} | `{one_file}` | {fmt_ms(v.wall)} ({fmt_ms(v.cpu)}) | "
                         f"{f'{fmt_ms(y.wall)} ({fmt_ms(y.cpu)})' if y else 'n/a'} | " + " | ".join(cells) + " | "
                         + (f"{native} {fmt_ms(nat.wall)} ({fmt_ms(nat.cpu)})" if nat else "") + " |")
