@@ -189,10 +189,8 @@ def _parse_chunk(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
 
 
 def _parse_all(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
-    """Each file's result, in order; with N cores and a big enough tree, in this process and
-    N-1 forked workers (a forked worker inherits the imported parsers: no start-up cost). This
-    process parses every N-th chunk itself while the workers parse the others: what it parses
-    is never pickled, and it would otherwise only wait (bench/results.md)."""
+    """Each file's result, in order; in worker processes when the tree is big enough and the
+    platform can fork (a forked worker inherits the imported parsers: no start-up cost)."""
     jobs = workers_for(len(work))
     if jobs > 1:
         import multiprocessing
@@ -201,16 +199,9 @@ def _parse_all(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
             chunks = [work[i:i + _CHUNK] for i in range(0, len(work), _CHUNK)]
             for kind in {cand.kind for cand, _ in work}:
                 parser_for(kind)          # import before forking, once, not in every worker
-            mine = set(range(0, len(chunks), jobs))
-            theirs = [c for i, c in enumerate(chunks) if i not in mine]
             try:
-                with multiprocessing.get_context("fork").Pool(jobs - 1) as pool:
-                    pending = pool.imap(_parse_chunk, theirs)
-                    done = {i: _parse_chunk(chunks[i]) for i in sorted(mine)}
-                    for i in range(len(chunks)):
-                        if i not in mine:
-                            done[i] = next(pending)
-                    return [r for i in range(len(chunks)) for r in done[i]]
+                with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                    return [r for chunk in pool.imap(_parse_chunk, chunks) for r in chunk]
             except (OSError, ImportError):  # no /dev/shm, no fork allowed: one process it is
                 pass
     return _parse_chunk(work)
