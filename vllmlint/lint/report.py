@@ -5,7 +5,7 @@ import json
 import re
 
 from ..knowledge.versions import fmt
-from ..model.launch import Finding, Launch
+from ..model.launch import Finding, Launch, PerLaunch
 
 # HF_TOKEN, GITHUB_TOKEN, OPENAI_API_KEY, x-api-key, DB_PASSWORD, AUTHORIZATION - not
 # VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE or ..._TOKEN_THRESHOLD (numbers, not secrets)
@@ -94,13 +94,11 @@ def secret_values(project) -> set[str]:
     return {v for v in found if v and v != MASK}
 
 
-_SECRETS_OF: dict[int, tuple] = {}     # per launch (held, so an id is never reused): each migrate step asks
-
-
 def _launch_secrets(launch) -> frozenset:
-    hit = _SECRETS_OF.get(id(launch))
-    if hit is not None and hit[0] is launch:
-        return hit[1]
+    return _SECRETS_OF.get(launch, _read_launch_secrets)
+
+
+def _read_launch_secrets(launch) -> frozenset:
     found = {e.value for e in launch.env if e.value and is_secret(e.name)}
     values = [a.value for a in launch.argv]
     for i, token in enumerate(values):
@@ -110,10 +108,10 @@ def _launch_secrets(launch) -> frozenset:
                 found.add(rest)
             elif i + 1 < len(values):
                 found.add(values[i + 1])
-    if len(_SECRETS_OF) > 1 << 15:
-        _SECRETS_OF.clear()
-    _SECRETS_OF[id(launch)] = (launch, frozenset(found))
-    return _SECRETS_OF[id(launch)][1]
+    return frozenset(found)
+
+
+_SECRETS_OF = PerLaunch()           # each migrate step asks again
 
 
 def finding_dict(f: Finding) -> dict:

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 
 from .jsonpos import Located, locate
-from .launch import Arg, Launch, SourceFile, Span, normalize_flag
+from .launch import Arg, Launch, PerLaunch, SourceFile, Span, normalize_flag
 
 FLAG = "--kv-transfer-config"
 NIXL = {"NixlConnector", "NixlPullConnector", "NixlPushConnector"}
@@ -105,21 +105,14 @@ def _dotted_value(text: str):
         return text
 
 
-_READ: dict[int, tuple[Launch, KVConfig | None]] = {}
+_READ = PerLaunch()
 
 
 def kv_config(launch: Launch) -> KVConfig | None:
     """The launch's KV transfer config, or None when it sets none (read once per launch: the
     graph and five rules ask, at every step of a migration for the launches of files the step
-    left alone; the memo holds each launch it answered for, so an id is never reused in it)."""
-    hit = _READ.get(id(launch))
-    if hit is not None and hit[0] is launch:
-        return hit[1]
-    if len(_READ) > 1 << 15:
-        _READ.clear()
-    cfg = _read_kv_config(launch)
-    _READ[id(launch)] = (launch, cfg)
-    return cfg
+    left alone)."""
+    return _READ.get(launch, _read_kv_config)
 
 
 def _read_kv_config(launch: Launch) -> KVConfig | None:

@@ -63,6 +63,37 @@ class Fix:
     min_release: tuple[int, int, int] | None = None
 
 
+class PerLaunch:
+    """Something derived from a launch, kept per Launch object: the graph and several rules ask
+    for it, and every step of a migration asks again for the launches of files it left alone.
+    Entries hold their launch, so an id is never reused while it is in the memo; bounded."""
+
+    BOUND = 1 << 15
+
+    def __init__(self):
+        self._memo: dict[int, tuple] = {}
+
+    def get(self, launch: "Launch", compute: Callable[["Launch"], object]):
+        hit = self._memo.get(id(launch))
+        if hit is not None and hit[0] is launch:
+            return hit[1]
+        if len(self._memo) > self.BOUND:
+            self._memo.clear()
+        value = compute(launch)
+        self._memo[id(launch)] = (launch, value)
+        return value
+
+    def peek(self, launch: "Launch"):
+        """The value kept for `launch`, or None."""
+        hit = self._memo.get(id(launch))
+        return hit[1] if hit is not None and hit[0] is launch else None
+
+    def put(self, launch: "Launch", value) -> None:
+        if len(self._memo) > self.BOUND:
+            self._memo.clear()
+        self._memo[id(launch)] = (launch, value)
+
+
 class KnownOffsets:
     """A `locate` whose answer is already known (an Arg that came from a worker process)."""
 

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ...model.launch import API_SERVER, ENGINE, RENDER, SERVE, TOKENS_ONLY, Arg, Edit, Launch, Span
+from ...model.launch import API_SERVER, ENGINE, RENDER, SERVE, TOKENS_ONLY, Arg, Edit, Launch, PerLaunch, Span
 from . import Catalogue, Match, normalize
 
 VLLM_KINDS = (SERVE, TOKENS_ONLY, RENDER, API_SERVER, ENGINE)
@@ -95,20 +95,18 @@ def options(launch: Launch, cat: Catalogue) -> list[Opt]:
     # the same launch read by another release (each step of a migration, VL307's today):
     # the tokens split the same way when every option name resolves the same
     sig = _signature(launch, cat)
-    last = _LAST.get(id(launch))
-    if last is not None and last[0] is launch and last[1] == sig:
-        out = last[2]
+    last = _LAST.peek(launch)
+    if last is not None and last[0] == sig:
+        out = last[1]
     else:
         out = _options(launch, cat)
-        if len(_LAST) > 1 << 15:
-            _LAST.clear()
-        _LAST[id(launch)] = (launch, sig, out)
+        _LAST.put(launch, (sig, out))
     _CACHE[key] = (launch, cat, out)
     return out
 
 
-# per launch (held, so an id is never reused): the last release's reading and what it rests on
-_LAST: dict[int, tuple[Launch, tuple, list[Opt]]] = {}
+# per launch: the last release's reading and what it rests on, (signature, options)
+_LAST = PerLaunch()
 
 
 def _signature(launch: Launch, cat: Catalogue) -> tuple:
