@@ -1,4 +1,5 @@
 import difflib
+from functools import lru_cache
 
 from vllmlint.lint.graph import graph_of
 from vllmlint.knowledge.kvcatalogue import KV_FIELDS, KV_ROLES, connectors, kv_fields, removed_in
@@ -69,7 +70,7 @@ class KvTransferConfigInvalid(Rule):
             if gone:
                 why = f"was removed in vLLM {gone}"
             else:
-                close = difflib.get_close_matches(key, sorted(fields), n=1)
+                close = _close(key, frozenset(fields), 0.6)
                 why = "is not a field of KVTransferConfig" + (f" (did you mean `{close[0]}`?)" if close else "")
             yield self.finding(cfg.file, cfg.span(prefix + (key,)),
                                f"`{key}` {why}: vLLM {self.target_str} will not start",
@@ -77,7 +78,7 @@ class KvTransferConfigInvalid(Rule):
         connector, role = data.get("kv_connector"), data.get("kv_role")
         if connector and connector not in known and not data.get("kv_connector_module_path"):
             # a vLLM plugin may register it (KVConnectorFactory.register_connector): a warning, not an error
-            close = difflib.get_close_matches(str(connector), sorted(known), n=1, cutoff=0.8)
+            close = _close(str(connector), frozenset(known), 0.8)
             yield self.finding(cfg.file, cfg.span(prefix + ("kv_connector",)),
                                f"connector `{connector}` is not built into vLLM {self.target_str}"
                                + (f": did you mean `{close[0]}`?" if close else
@@ -137,3 +138,9 @@ class KvTransferConfigInvalid(Rule):
                     yield self.finding(cfg.file, cfg.span(("kv_connector_extra_config",)),
                                        "bidirectional_kv_xfer is on for the other side but not here: set it on both",
                                        detail=f"It is on at {on}; it must be set on both prefill and decode.")
+
+
+@lru_cache(maxsize=4096)
+def _close(word: str, choices: frozenset, cutoff: float) -> tuple:
+    """difflib's best match (asked again for the same key at every step of a migration)."""
+    return tuple(difflib.get_close_matches(word, sorted(choices), n=1, cutoff=cutoff))

@@ -60,13 +60,13 @@ class UnknownFlag(Rule):
 
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target, history, normalize
-        from vllmlint.knowledge.catalogue.argv import catalogued_options
+        from vllmlint.knowledge.catalogue.argv import inexact_options
 
         from vllmlint.knowledge.images import plugin_of
 
         cat = for_target(self.target)
         hist = history()
-        for launch, opt in catalogued_options(project, self.target):
+        for launch, opt in inexact_options(project, self.target):
             m = opt.match
             if m.kind == "exact":
                 continue

@@ -167,12 +167,12 @@ class RemovedOrRenamedFlag(Rule):
 
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target, history, normalize
-        from vllmlint.knowledge.catalogue.argv import catalogued_options
+        from vllmlint.knowledge.catalogue.argv import inexact_options
 
         cat = for_target(self.target)
         hist = history()
         speculative_done: set[int] = set()
-        for launch, opt in catalogued_options(project, self.target):
+        for launch, opt in inexact_options(project, self.target):
             if opt.match.kind == "exact" or not opt.name.startswith("--"):
                 continue
             name = normalize(opt.name)

@@ -89,7 +89,7 @@ class RemovedEnvVar(Rule):
             # settings that reach no launch count in a file that names a vLLM image but starts
             # vLLM in a way vllmlint does not see (a custom server); where vLLM launches are
             # seen, such settings belong to the other containers and services
-            vllm_file = not any(is_vllm(l) for l in pf.launches) and bool(VLLM_IMAGE_TEXT.search(pf.source.text))
+            vllm_file = None            # worked out when an entry reaches no launch
             for entry in pf.env:
                 name = entry.name
                 if name in HANDLED_ELSEWHERE or cat.reads_env(name):
@@ -99,8 +99,12 @@ class RemovedEnvVar(Rule):
                 if entry.launches:
                     if all(l.kind == PROXY for l in entry.launches):
                         continue
-                elif not vllm_file:
-                    continue
+                else:
+                    if vllm_file is None:
+                        vllm_file = not any(is_vllm(l) for l in pf.launches) and \
+                            bool(VLLM_IMAGE_TEXT.search(pf.source.text))
+                    if not vllm_file:
+                        continue
                 gone = hist.env_removed(name, self.target)
                 if gone is not None:
                     yield self._removed(cat, entry, gone)

@@ -51,6 +51,8 @@ class Deprecated(Rule):
         if cat is None:
             return
         t = self.target_str
+        flags = cat.flags
+        watched = _watched(cat)
         for launch in project.launches:
             if not is_vllm(launch):
                 continue
@@ -63,15 +65,15 @@ class Deprecated(Rule):
                                        detail=f"It may be removed in a later release ({info['at']}).")
             for opt in options(launch, cat):
                 m = opt.match
-                if m.kind not in ("exact", "prefix") or m.base not in cat.flags:
+                if m.base not in watched or m.kind not in ("exact", "prefix"):
                     continue
-                info = cat.flags[m.base]
+                info = flags[m.base]
                 if info.get("dep") and opt.sub is None:
                     yield self.finding(*opt.place(launch),
                                        f"`{opt.name}` is deprecated in vLLM {t}" + _instead(info['dep']),
                                        detail=f"vLLM says: {_said(info['dep'])}")
-                value = flag_value(opt) if opt.sub is None else None
-                dep_values = info.get("dep_values") or {}
+                dep_values = info.get("dep_values")
+                value = flag_value(opt) if dep_values and opt.sub is None else None
                 if value is not None and value in dep_values:
                     vfile, vspan = (opt.value.file, opt.value.span) if opt.value is not None and opt.value.span \
                         and opt.value.file is not None else opt.place(launch)
@@ -104,6 +106,16 @@ class Deprecated(Rule):
                                f"{entry.name} is deprecated in vLLM {t}" + (f": use {use} instead" if use else
                                                                           _instead(info['dep'])),
                                detail=f"vLLM says: {_said(info['dep'])}")
+
+
+def _watched(cat) -> set:
+    """The flags this rule has something to say about in `cat`: deprecated, with deprecated
+    values, or JSON config flags (whose fields may be deprecated)."""
+    found = cat.__dict__.get("_vl304_watched")
+    if found is None:
+        found = cat._vl304_watched = {name for name, info in cat.flags.items()
+                                      if info.get("dep") or info.get("dep_values") or cat.json_flag(name)}
+    return found
 
 
 _USE_RE = re.compile(r"(?:[Uu]se|[Rr]eplaced by|in favou?r of|[Ss]et)\s+[`'\"]?(--[\w.-]+|VLLM_\w+)")

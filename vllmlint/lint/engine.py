@@ -107,13 +107,23 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
                                         f"at {Path(where.filename).name}:{where.lineno}"))
     finally:
         forget_options()       # the rules share each launch's options; the next project has others
-        project.__dict__.pop("_graph", None)        # graph_of's, for this run's rules
+        if not project.keep_derived:
+            project.__dict__.pop("_graph", None)        # graph_of's, for this run's rules
     from .report import mask_secrets, secret_values
 
-    secrets = secret_values(project)      # a message never shows a token, key or password
-    for f in findings:
-        f.message = mask_secrets(f.message, secrets)
-        f.detail = mask_secrets(f.detail, secrets)
+    secrets = project.__dict__.get("_secrets")
+    if secrets is None:
+        secrets = secret_values(project)      # a message never shows a token, key or password
+        if project.keep_derived:
+            project._secrets = secrets
+    masked = project.__dict__.setdefault("_masked", {}) if project.keep_derived else {}
+    for f in findings:      # (the same messages come back at every step of a migration)
+        for attr in ("message", "detail"):
+            text = getattr(f, attr)
+            safe = masked.get(text)
+            if safe is None:
+                safe = masked[text] = mask_secrets(text, secrets)
+            setattr(f, attr, safe)
     seen, unique = set(), []
     for f in sorted(findings, key=Finding.sort_key):
         if f.fix is not None and f.fix.applicability == "unsafe" and not unsafe:
@@ -173,13 +183,16 @@ def _fix_key(finding: Finding) -> tuple:
 def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                   post_edits=None, unsafe: bool = False, settings=None, cache: ParseCache | None = None,
                   gate: bool = True, extra_images: tuple[str, ...] = (),
-                  buffers: dict[Path, str] | None = None, helm_values: dict | None = None) -> Outcome:
+                  buffers: dict[Path, str] | None = None, helm_values: dict | None = None,
+                  start: Project | None = None, keep_derived: bool = False) -> Outcome:
     """`post_edits(project) -> list[Edit]`: extra edits applied once rules converge (migrate).
     `cache`: parsed files to reuse (a migrate chain shares one across its steps); each pass
     re-parses only the files the previous pass changed. `gate`: see gate_fixes_by_release
     (off for migrate, whose tag and pin bumps go with its fixes). `buffers`: text to read in
     place of a file's on disk (an editor's unsaved buffers, `vllmlint server`); a fix is computed
-    on, and its original is, the buffer."""
+    on, and its original is, the buffer. `start`: the project as the previous step of a migrate
+    chain left it (its texts are this run's, unchanged): the first pass checks it without
+    re-reading the tree. `keep_derived`: keep each pass's derived data (see Project) for that."""
     cache = cache if cache is not None else ParseCache()
     buffers = dict(buffers or {})
     overrides: dict[Path, str] = dict(buffers)
@@ -189,7 +202,11 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     refused: set = set()
     post_done = post_edits is None
     for _ in range(MAX_PASSES):
-        project = load(candidates, overrides, cache, extra_images, helm_values)
+        if start is not None:
+            project, start = start, None
+        else:
+            project = load(candidates, overrides, cache, extra_images, helm_values)
+            project.keep_derived = keep_derived
         findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
         if not fix:
             return Outcome(findings, project.problems + problems, project, suppressed=suppressed)
@@ -225,6 +242,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             else:
                 fixed.append(finding)
     project = load(candidates, overrides, cache, extra_images, helm_values)
+    project.keep_derived = keep_derived
     findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
     return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                    suppressed)

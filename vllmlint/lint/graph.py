@@ -240,7 +240,14 @@ class Graph:
 
     def pd_pairs(self) -> list[tuple[list[Launch], list[Launch]]]:
         """Producers and consumers that serve together: per deployment; launches of a
-        deployment with only one side are pooled per folder with others like them."""
+        deployment with only one side are pooled per folder with others like them. Worked out
+        once per graph (two rules ask, at every step of a migration)."""
+        pairs = self.__dict__.get("_pairs")
+        if pairs is None:
+            pairs = self._pairs = self._pd_pairs()
+        return pairs
+
+    def _pd_pairs(self) -> list[tuple[list[Launch], list[Launch]]]:
         pairs = []
         pooled: dict[str, tuple[list[Launch], list[Launch]]] = {}
         for dep in self.deployments():

@@ -300,9 +300,12 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
     for i, version in enumerate(steps):
         rules = list(selected_rules(version, options=options))
         last = i + 1 == len(steps)
+        # each step starts from the project the step before converged on: same texts, so the
+        # tree is not re-read, and the launch graph and secret values are not derived again
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
-                                    cache=cache, gate=False, helm_values=helm_values)
+                                    cache=cache, gate=False, helm_values=helm_values,
+                                    start=outcome.project if outcome is not None else None, keep_derived=True)
         changed = outcome.changed()
         for path, (orig, new) in changed.items():
             originals.setdefault(path, orig)

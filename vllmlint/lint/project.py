@@ -59,10 +59,19 @@ class Project:
     problems: list[Problem] = field(default_factory=list)
     others: list[SourceFile] = field(default_factory=list)     # read but not parsed (requirements)
     charts: list = field(default_factory=list)     # parsers.helm.Rendering: each chart values set rendered
+    # a migrate chain starts its next step from this project when the step leaves it as it is:
+    # what the rules derived from it (the launch graph, the secret values) is kept for that step
+    keep_derived: bool = False
 
     @property
     def launches(self) -> list[Launch]:
-        return [l for pf in self.files for l in pf.launches]
+        """Every launch, file by file (a new list: callers may keep or change it). The files'
+        launches are fixed once parsed: the list is built again only when a count changed."""
+        counts = (len(self.files), sum(len(pf.launches) for pf in self.files))
+        seen = self.__dict__.get("_launches")
+        if seen is None or seen[0] != counts:
+            seen = self._launches = (counts, [l for pf in self.files for l in pf.launches])
+        return list(seen[1])
 
     @property
     def env(self) -> list[EnvEntry]:

@@ -123,8 +123,11 @@ class Catalogue:
         self._options: dict[str, str] | None = None
         self._sorted: list[str] | None = None
         self._close_env: dict[str, list[str]] = {}      # did-you-mean answers, asked per launch and step
+        self._close_flags: dict[tuple, list[str]] = {}
         self._modules: set[str] | None = None
         self._matches: dict[str, Match] = {}            # match() per name: names repeat across launches
+        self._readings: dict[str, tuple] = {}           # argv._signature's (match, nargs) per name
+        self._signatures: dict[tuple, tuple] = {}       # and its answer per launch shape (names)
 
     def __repr__(self) -> str:
         return f"<Catalogue vLLM {self.version}>"
@@ -189,9 +192,13 @@ class Catalogue:
         return {o for o in self.options if not o.startswith("--")}
 
     def close_flags(self, name: str, n: int = 1) -> list[str]:
-        import difflib
+        key = (name, n)
+        if key not in self._close_flags:
+            import difflib
 
-        return difflib.get_close_matches(normalize(name), self._sorted_options(), n=n, cutoff=0.75)
+            self._close_flags[key] = difflib.get_close_matches(normalize(name), self._sorted_options(), n=n,
+                                                               cutoff=0.75)
+        return list(self._close_flags[key])
 
     def _sorted_options(self) -> list[str]:
         self.options

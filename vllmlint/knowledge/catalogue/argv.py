@@ -111,7 +111,30 @@ _LAST = PerLaunch()
 
 def _signature(launch: Launch, cat: Catalogue) -> tuple:
     """What `_options` asks `cat` about this launch's tokens: each option-looking token's match
-    and how many values that option takes."""
+    and how many values that option takes. Each reading is interned, so two releases' signatures
+    compare by identity, item by item (every step of a migration compares one per launch)."""
+    heads = _HEADS.get(launch, _option_heads)
+    sig = cat._signatures.get(heads)        # launches of one shape share it
+    if sig is not None:
+        return sig
+    known = cat._readings
+    out = []
+    for head in heads:
+        reading = known.get(head)
+        if reading is None:
+            m = cat.match(head) if head.startswith("--") else _short(cat, head)
+            reading = (m, cat.nargs(m.flag) if m.flag else None)
+            reading = known[head] = _READINGS.setdefault(reading, reading)
+        out.append(reading)
+    sig = cat._signatures[heads] = tuple(out)
+    return sig
+
+
+_READINGS: dict = {}        # (Match, nargs) -> itself: one object per distinct reading
+_HEADS = PerLaunch()        # per launch: the names `_signature` asks about
+
+
+def _option_heads(launch: Launch) -> tuple[str, ...]:
     out = []
     for arg in launch.argv[launch.options_start:]:
         v = arg.value
@@ -120,8 +143,7 @@ def _signature(launch: Launch, cat: Catalogue) -> tuple:
         if not v.startswith("-") or v == "-":
             continue
         head = v.partition("=")[0]
-        m = cat.match(head.partition(".")[0]) if v.startswith("--") else _short(cat, head)
-        out.append((m, cat.nargs(m.flag) if m.flag else None))
+        out.append(head.partition(".")[0] if v.startswith("--") else head)
     return tuple(out)
 
 
@@ -236,7 +258,18 @@ class JsonKey:
 
 def json_keys(opt: Opt) -> list[JsonKey] | None:
     """Top-level keys a JSON config flag sets: from its JSON value, or the dotted sub-flag.
-    None when the value is built at run time or is not a JSON object."""
+    None when the value is built at run time or is not a JSON object. Kept on the Opt: two rules
+    ask, and a migration's steps share one Opt while the releases read the launch alike."""
+    keys = opt.__dict__.get("_json_keys", _UNREAD)
+    if keys is _UNREAD:
+        keys = opt._json_keys = _json_keys(opt)
+    return keys
+
+
+_UNREAD = object()
+
+
+def _json_keys(opt: Opt) -> list[JsonKey] | None:
     if opt.sub is not None:
         key = opt.sub.split(".")[0].rstrip("+")
         val = _dotted_value(opt.value.value) if opt.value is not None else None
@@ -296,10 +329,11 @@ def flag_value(opt: Opt) -> str | None:
 __all__ = ["Opt", "JsonKey", "VLLM_KINDS", "is_vllm", "options", "json_keys", "flag_value", "normalize"]
 
 
-def catalogued_options(project, target):
-    """(launch, option) for every option of every vLLM launch, read against the target's
-    catalogue: the loop VL301 and VL302 share (VL304 and VL305 also check each launch as a whole,
-    so they walk the launches themselves). Nothing when the target is not catalogued."""
+def inexact_options(project, target):
+    """(launch, option) for every option of every vLLM launch that the target's catalogue does
+    not know by its exact name (an abbreviation, an ambiguous or unknown name): the loop VL301
+    and VL302 share (VL304 and VL305 also check each launch as a whole, so they walk the
+    launches themselves). Nothing when the target is not catalogued."""
     from . import for_target
 
     cat = for_target(target)
@@ -307,5 +341,21 @@ def catalogued_options(project, target):
         return
     for launch in project.launches:
         if is_vllm(launch):
-            for opt in options(launch, cat):
+            for opt in _inexact(options(launch, cat)):
                 yield launch, opt
+
+
+_INEXACT: dict[int, tuple[list, list]] = {}      # id(options list) -> (that list, its inexact ones)
+
+
+def _inexact(opts: list[Opt]) -> list[Opt]:
+    """The options of `opts` not matched exactly; kept per list (`options` hands one list to
+    every release that reads the launch alike: each step of a migration)."""
+    hit = _INEXACT.get(id(opts))
+    if hit is not None and hit[0] is opts:
+        return hit[1]
+    if len(_INEXACT) > 1 << 15:
+        _INEXACT.clear()
+    found = [o for o in opts if o.match.kind != "exact"]
+    _INEXACT[id(opts)] = (opts, found)
+    return found
