@@ -22,6 +22,19 @@ def _consumed(entry) -> bool:
     return re.search(r"\$\{?" + re.escape(name) + r"(?![A-Za-z0-9_])", text) is not None
 
 
+def _vllm_named(project, hist) -> list:
+    """(file, its settings named `VLLM_*` or read by some release): the ones this rule looks at,
+    whatever the target. Kept on a project a migration reuses from step to step."""
+    key = f"_vl303_named_{id(hist)}"
+    found = project.__dict__.get(key)
+    if found is None:
+        found = [(pf, entries) for pf in project.files
+                 if (entries := [e for e in pf.env if e.name.startswith("VLLM_") or hist.ever("env", e.name)])]
+        if project.keep_derived:
+            project.__dict__[key] = found
+    return found
+
+
 class RemovedEnvVar(Rule):
     """A `VLLM_*` environment variable the target vLLM release no longer reads.
 
@@ -85,16 +98,14 @@ class RemovedEnvVar(Rule):
         if cat is None:
             return
         hist = history()
-        for pf in project.files:
+        for pf, entries in _vllm_named(project, hist):
             # settings that reach no launch count in a file that names a vLLM image but starts
             # vLLM in a way vllmlint does not see (a custom server); where vLLM launches are
             # seen, such settings belong to the other containers and services
             vllm_file = None            # worked out when an entry reaches no launch
-            for entry in pf.env:
+            for entry in entries:
                 name = entry.name
                 if name in HANDLED_ELSEWHERE or cat.reads_env(name):
-                    continue
-                if not (name.startswith("VLLM_") or hist.ever("env", name)):
                     continue
                 if entry.launches:
                     if all(l.kind == PROXY for l in entry.launches):

@@ -45,7 +45,7 @@ class Deprecated(Rule):
 
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target
-        from vllmlint.knowledge.catalogue.argv import flag_value, is_vllm, json_keys, options
+        from vllmlint.knowledge.catalogue.argv import flag_value, is_vllm, json_keys, options_among
 
         cat = for_target(self.target)
         if cat is None:
@@ -63,10 +63,8 @@ class Deprecated(Rule):
                     yield self.finding(launch.file, launch.span,
                                        f"`python -m {module}` is deprecated in vLLM {t}: use `vllm serve MODEL`",
                                        detail=f"It may be removed in a later release ({info['at']}).")
-            for opt in options(launch, cat):
+            for opt in options_among(launch, cat, watched):
                 m = opt.match
-                if m.base not in watched or m.kind not in ("exact", "prefix"):
-                    continue
                 info = flags[m.base]
                 if info.get("dep") and opt.sub is None:
                     yield self.finding(*opt.place(launch),
@@ -83,10 +81,12 @@ class Deprecated(Rule):
                 spec = cat.json_flag(m.base)
                 if spec is None:
                     continue
+                fields = spec["fields"]
+                dep_fields = _deprecated_fields(cat, m.base)
                 for key in json_keys(opt) or []:
-                    field = spec["fields"].get(key.key)
-                    if not field:
+                    if key.key not in dep_fields:
                         continue
+                    field = fields[key.key]
                     if field.get("dep"):
                         yield self.finding(*key.place(launch),
                                            f"`{key.key}` of {m.base} is deprecated in vLLM {t}" + _instead(field['dep']),
@@ -111,10 +111,22 @@ class Deprecated(Rule):
 def _watched(cat) -> set:
     """The flags this rule has something to say about in `cat`: deprecated, with deprecated
     values, or JSON config flags (whose fields may be deprecated)."""
+    from vllmlint.knowledge.catalogue.argv import same_set
+
     found = cat.__dict__.get("_vl304_watched")
     if found is None:
-        found = cat._vl304_watched = {name for name, info in cat.flags.items()
-                                      if info.get("dep") or info.get("dep_values") or cat.json_flag(name)}
+        found = cat._vl304_watched = same_set(name for name, info in cat.flags.items()
+                                              if info.get("dep") or info.get("dep_values") or cat.json_flag(name))
+    return found
+
+
+def _deprecated_fields(cat, flag: str) -> set:
+    """The fields of JSON config flag `flag` that `cat` deprecates, or deprecates values of."""
+    known = cat.__dict__.setdefault("_vl304_dep_fields", {})
+    found = known.get(flag)
+    if found is None:
+        found = known[flag] = {k for k, f in cat.json_flag(flag)["fields"].items()
+                               if f and (f.get("dep") or f.get("dep_values"))}
     return found
 
 

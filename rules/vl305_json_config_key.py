@@ -42,23 +42,22 @@ class JsonConfigKey(Rule):
         import difflib
 
         from vllmlint.knowledge.catalogue import for_target, history
-        from vllmlint.knowledge.catalogue.argv import is_vllm, json_keys, options
+        from vllmlint.knowledge.catalogue.argv import is_vllm, json_keys, options_among, same_set
 
         cat = for_target(self.target)
         if cat is None:
             return
         hist = history()
         t = self.target_str
+        json_flags = cat.__dict__.get("_vl305_json_flags")
+        if json_flags is None:
+            json_flags = cat._vl305_json_flags = same_set(f for f in cat.flags if f != KV_FLAG and cat.json_flag(f))
         for launch in project.launches:
             if not is_vllm(launch):
                 continue
-            for opt in options(launch, cat):
+            for opt in options_among(launch, cat, json_flags):
                 m = opt.match
-                if m.kind not in ("exact", "prefix") or m.base == KV_FLAG:
-                    continue
                 spec = cat.json_flag(m.base)
-                if spec is None:
-                    continue
                 for key in json_keys(opt) or []:
                     if key.key in spec["fields"]:
                         continue

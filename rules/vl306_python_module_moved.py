@@ -13,6 +13,14 @@ PY_M_HINT = re.compile(r"-m[\s\"',\\]")
 PY_M_RE = re.compile(r"(?<![\w.-])python[\d.]*" + f"(?:{SEP}-[a-zA-Z]+)*?{SEP}-m{SEP}" + r"(?P<mod>vllm(?:\.\w+)+)")
 
 
+def _imports_vllm(pf) -> bool:
+    """IMPORTS_VLLM_RE on the file, kept on the parsed file (a migration asks at every step)."""
+    found = pf.__dict__.get("_imports_vllm")
+    if found is None:
+        found = pf._imports_vllm = bool(IMPORTS_VLLM_RE.search(pf.source.text))
+    return found
+
+
 class PythonModuleMoved(Rule):
     """A `vllm.*` module that the target vLLM release moved or removed, imported by a Python
     launcher or started with `python -m`.
@@ -62,7 +70,7 @@ class PythonModuleMoved(Rule):
         hist = history()
         for pf in project.files:
             source = pf.source
-            if source.kind == "python" and IMPORTS_VLLM_RE.search(source.text):
+            if source.kind == "python" and _imports_vllm(pf):
                 yield from self._imports(pf, cat, hist, project)
             if "vllm." in source.text and PY_M_HINT.search(source.text):
                 yield from self._python_m(pf, cat, hist)

@@ -78,7 +78,13 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
     if project.charts:          # a fix in a chart's values must render as exactly that change
         from ..parsers.helm import verify_fixes
         verify_fixes(project.charts, findings)
-    dirs = [d for source in project.sources for d in suppress.directives(source)]
+    dirs = project.__dict__.get("_directives")
+    if dirs is None:
+        dirs = [d for source in project.sources for d in suppress.directives(source)]
+        if project.keep_derived:        # the next step of a migration reads the same texts
+            project._directives = dirs
+    for d in dirs:
+        d.used.clear()                  # which codes each one suppressed: this run's answer
     ranges = [(pf.source, *r) for pf in project.files for r in pf.ignore_ranges]
     per_file = (lambda f: settings.ignored_codes(f.file.display, f.file.path)) if settings else (lambda f: [])
     kept, suppressed = suppress.apply(findings, dirs, ranges, per_file)

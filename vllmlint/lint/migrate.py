@@ -105,11 +105,24 @@ def is_test_code(source: SourceFile) -> bool:
     return source.kind == "python" and bool(_TEST_PATH_RE.search(source.display.replace("\\", "/")))
 
 
+def _on_lines_with(pattern: re.Pattern, text: str, needle: str):
+    """`pattern.finditer(text)` for a pattern whose matches contain `needle` and never cross a
+    line break: run on the lines that hold `needle` only (an image pattern tried at every
+    offset of every file cost a 1,500-file migrate 0.4 s)."""
+    at = text.find(needle)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        yield from pattern.finditer(text, start, end)
+        at = text.find(needle, end)
+
+
 def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
     bumps: list[Bump] = []
     for source in project.sources:
         text = source.text
-        for m in IMAGE_TAG_RE.finditer(text):
+        for m in _on_lines_with(IMAGE_TAG_RE, text, "vllm/vllm-openai"):
             tag = m.group("tag")
             if parse_version(tag) >= target:
                 continue
@@ -131,7 +144,7 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
                 continue
             bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag",
                               Edit(source, m.start("tag"), m.end("tag"), new_tag)))
-        for m in FLOATING_TAG_RE.finditer(text):
+        for m in _on_lines_with(FLOATING_TAG_RE, text, "vllm/vllm-openai"):
             if source.kind == "requirements":
                 continue
             if not m.group("tag") and REPOSITORY_KEY_RE.search(text, text.rfind("\n", 0, m.start()) + 1, m.start()):

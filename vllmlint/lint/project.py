@@ -65,12 +65,11 @@ class Project:
 
     @property
     def launches(self) -> list[Launch]:
-        """Every launch, file by file (a new list: callers may keep or change it). The files'
-        launches are fixed once parsed: the list is built again only when a count changed."""
-        counts = (len(self.files), sum(len(pf.launches) for pf in self.files))
+        """Every launch, file by file (a new list: callers may keep or change it). A file's
+        launches are fixed once it is parsed: the list is built again only when files were added."""
         seen = self.__dict__.get("_launches")
-        if seen is None or seen[0] != counts:
-            seen = self._launches = (counts, [l for pf in self.files for l in pf.launches])
+        if seen is None or seen[0] != len(self.files):
+            seen = self._launches = (len(self.files), [l for pf in self.files for l in pf.launches])
         return list(seen[1])
 
     @property

@@ -329,6 +329,49 @@ def flag_value(opt: Opt) -> str | None:
 __all__ = ["Opt", "JsonKey", "VLLM_KINDS", "is_vllm", "options", "json_keys", "flag_value", "normalize"]
 
 
+def options_among(launch: Launch, cat: Catalogue, bases: frozenset) -> list[Opt]:
+    """The options of `launch`, read by `cat`, that name (exactly or by a prefix) a flag entry in
+    `bases`. Pass `bases` through `same_set` so that releases with equal sets share one object:
+    the answer is kept per options list and set, and each step of a migration asks again."""
+    opts = options(launch, cat)
+    key = (id(opts), id(bases))
+    hit = _AMONG.get(key)
+    if hit is not None and hit[0] is opts and hit[1] is bases:
+        return hit[2]
+    if len(_AMONG) > 1 << 15:
+        _AMONG.clear()
+    named = _named(opts)
+    found = [] if named.isdisjoint(bases) else \
+        [o for o in opts if o.match.base in bases and o.match.kind in ("exact", "prefix")]
+    _AMONG[key] = (opts, bases, found)
+    return found
+
+
+def _named(opts: list[Opt]) -> frozenset:
+    """The flag entries `opts` name, exactly or by a prefix (kept per options list)."""
+    hit = _NAMED.get(id(opts))
+    if hit is not None and hit[0] is opts:
+        return hit[1]
+    if len(_NAMED) > 1 << 15:
+        _NAMED.clear()
+    named = frozenset(o.match.base for o in opts if o.match.kind in ("exact", "prefix"))
+    _NAMED[id(opts)] = (opts, named)
+    return named
+
+
+_NAMED: dict[int, tuple[list, frozenset]] = {}
+
+
+_AMONG: dict[tuple[int, int], tuple[list, frozenset, list]] = {}
+_SETS: dict[frozenset, frozenset] = {}
+
+
+def same_set(names) -> frozenset:
+    """One frozenset object per distinct set of names (see options_among)."""
+    fs = frozenset(names)
+    return _SETS.setdefault(fs, fs)
+
+
 def inexact_options(project, target):
     """(launch, option) for every option of every vLLM launch that the target's catalogue does
     not know by its exact name (an abbreviation, an ambiguous or unknown name): the loop VL301
