@@ -45,7 +45,7 @@ class Deprecated(Rule):
 
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target
-        from vllmlint.knowledge.catalogue.argv import flag_value, is_vllm, json_keys, options_among
+        from vllmlint.knowledge.catalogue.argv import flag_value, is_vllm, json_keys, launches_naming, options_among
 
         cat = for_target(self.target)
         if cat is None:
@@ -53,16 +53,14 @@ class Deprecated(Rule):
         t = self.target_str
         flags = cat.flags
         watched = _watched(cat)
-        for launch in project.launches:
-            if not is_vllm(launch):
-                continue
-            if launch.kind == API_SERVER:
-                module = "vllm.entrypoints.openai.api_server"
-                info = cat.deprecated_modules.get(module)
-                if info:
-                    yield self.finding(launch.file, launch.span,
-                                       f"`python -m {module}` is deprecated in vLLM {t}: use `vllm serve MODEL`",
-                                       detail=f"It may be removed in a later release ({info['at']}).")
+        module = "vllm.entrypoints.openai.api_server"
+        module_info = cat.deprecated_modules.get(module)
+        for launch in project.launches if module_info else ():
+            if launch.kind == API_SERVER and is_vllm(launch):
+                yield self.finding(launch.file, launch.span,
+                                   f"`python -m {module}` is deprecated in vLLM {t}: use `vllm serve MODEL`",
+                                   detail=f"It may be removed in a later release ({module_info['at']}).")
+        for launch in launches_naming(project, cat, watched):
             for opt in options_among(launch, cat, watched):
                 m = opt.match
                 info = flags[m.base]
@@ -111,12 +109,10 @@ class Deprecated(Rule):
 def _watched(cat) -> set:
     """The flags this rule has something to say about in `cat`: deprecated, with deprecated
     values, or JSON config flags (whose fields may be deprecated)."""
-    from vllmlint.knowledge.catalogue.argv import same_set
-
     found = cat.__dict__.get("_vl304_watched")
     if found is None:
-        found = cat._vl304_watched = same_set(name for name, info in cat.flags.items()
-                                              if info.get("dep") or info.get("dep_values") or cat.json_flag(name))
+        found = cat._vl304_watched = {name for name, info in cat.flags.items()
+                                      if info.get("dep") or info.get("dep_values") or cat.json_flag(name)}
     return found
 
 

@@ -42,7 +42,7 @@ class JsonConfigKey(Rule):
         import difflib
 
         from vllmlint.knowledge.catalogue import for_target, history
-        from vllmlint.knowledge.catalogue.argv import is_vllm, json_keys, options_among, same_set
+        from vllmlint.knowledge.catalogue.argv import json_keys, launches_naming, options_among
 
         cat = for_target(self.target)
         if cat is None:
@@ -51,10 +51,8 @@ class JsonConfigKey(Rule):
         t = self.target_str
         json_flags = cat.__dict__.get("_vl305_json_flags")
         if json_flags is None:
-            json_flags = cat._vl305_json_flags = same_set(f for f in cat.flags if f != KV_FLAG and cat.json_flag(f))
-        for launch in project.launches:
-            if not is_vllm(launch):
-                continue
+            json_flags = cat._vl305_json_flags = {f for f in cat.flags if f != KV_FLAG and cat.json_flag(f)}
+        for launch in launches_naming(project, cat, json_flags):
             for opt in options_among(launch, cat, json_flags):
                 m = opt.match
                 spec = cat.json_flag(m.base)

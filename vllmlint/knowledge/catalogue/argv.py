@@ -118,16 +118,16 @@ def _signature(launch: Launch, cat: Catalogue) -> tuple:
     if sig is not None:
         return sig
     known = cat._readings
-    out = []
-    for head in heads:
-        reading = known.get(head)
-        if reading is None:
-            m = cat.match(head) if head.startswith("--") else _short(cat, head)
-            reading = (m, cat.nargs(m.flag) if m.flag else None)
-            reading = known[head] = _READINGS.setdefault(reading, reading)
-        out.append(reading)
-    sig = cat._signatures[heads] = tuple(out)
+    sig = cat._signatures[heads] = tuple(known.get(head) or _reading(cat, head) for head in heads)
     return sig
+
+
+def _reading(cat: Catalogue, head: str) -> tuple:
+    """How `cat` reads an option name: (its match, how many values it takes); interned."""
+    m = cat.match(head) if head.startswith("--") else _short(cat, head)
+    reading = (m, cat.nargs(m.flag) if m.flag else None)
+    reading = cat._readings[head] = _READINGS.setdefault(reading, reading)
+    return reading
 
 
 _READINGS: dict = {}        # (Match, nargs) -> itself: one object per distinct reading
@@ -329,76 +329,55 @@ def flag_value(opt: Opt) -> str | None:
 __all__ = ["Opt", "JsonKey", "VLLM_KINDS", "is_vllm", "options", "json_keys", "flag_value", "normalize"]
 
 
-def options_among(launch: Launch, cat: Catalogue, bases: frozenset) -> list[Opt]:
-    """The options of `launch`, read by `cat`, that name (exactly or by a prefix) a flag entry in
-    `bases`. Pass `bases` through `same_set` so that releases with equal sets share one object:
-    the answer is kept per options list and set, and each step of a migration asks again."""
-    opts = options(launch, cat)
-    key = (id(opts), id(bases))
-    hit = _AMONG.get(key)
-    if hit is not None and hit[0] is opts and hit[1] is bases:
-        return hit[2]
-    if len(_AMONG) > 1 << 15:
-        _AMONG.clear()
-    named = _named(opts)
-    found = [] if named.isdisjoint(bases) else \
-        [o for o in opts if o.match.base in bases and o.match.kind in ("exact", "prefix")]
-    _AMONG[key] = (opts, bases, found)
-    return found
+def options_among(launch: Launch, cat: Catalogue, bases: set) -> list[Opt]:
+    """The options of `launch`, read by `cat`, that name a flag entry in `bases` (exactly or by
+    a prefix)."""
+    return [o for o in options(launch, cat) if o.match.base in bases and o.match.kind in ("exact", "prefix")]
 
 
-def _named(opts: list[Opt]) -> frozenset:
-    """The flag entries `opts` name, exactly or by a prefix (kept per options list)."""
-    hit = _NAMED.get(id(opts))
-    if hit is not None and hit[0] is opts:
-        return hit[1]
-    if len(_NAMED) > 1 << 15:
-        _NAMED.clear()
-    named = frozenset(o.match.base for o in opts if o.match.kind in ("exact", "prefix"))
-    _NAMED[id(opts)] = (opts, named)
-    return named
-
-
-_NAMED: dict[int, tuple[list, frozenset]] = {}
-
-
-_AMONG: dict[tuple[int, int], tuple[list, frozenset, list]] = {}
-_SETS: dict[frozenset, frozenset] = {}
-
-
-def same_set(names) -> frozenset:
-    """One frozenset object per distinct set of names (see options_among)."""
-    fs = frozenset(names)
-    return _SETS.setdefault(fs, fs)
+def launches_naming(project, cat: Catalogue, bases: set) -> list[Launch]:
+    """The vLLM launches of `project` with an option name that `cat` reads as a flag entry in
+    `bases`, in project order: the ones options_among can find something in. (A few more: a
+    name that is really a value counts here.)"""
+    return _launches_where(project, cat, lambda m: m.base in bases and m.kind in ("exact", "prefix"))
 
 
 def inexact_options(project, target):
     """(launch, option) for every option of every vLLM launch that the target's catalogue does
     not know by its exact name (an abbreviation, an ambiguous or unknown name): the loop VL301
-    and VL302 share (VL304 and VL305 also check each launch as a whole, so they walk the
-    launches themselves). Nothing when the target is not catalogued."""
+    and VL302 share. Nothing when the target is not catalogued."""
     from . import for_target
 
     cat = for_target(target)
     if cat is None:
         return
-    for launch in project.launches:
-        if is_vllm(launch):
-            for opt in _inexact(options(launch, cat)):
+    for launch in _launches_where(project, cat, lambda m: m.kind != "exact"):
+        for opt in options(launch, cat):
+            if opt.match.kind != "exact":
                 yield launch, opt
 
 
-_INEXACT: dict[int, tuple[list, list]] = {}      # id(options list) -> (that list, its inexact ones)
+def _launches_where(project, cat: Catalogue, keep) -> list[Launch]:
+    """The vLLM launches with an option name whose match in `cat` passes `keep`. Asked of the
+    names, not the launches: a project has far fewer distinct option names than launches, and
+    a migration asks again at every step."""
+    positions = set()
+    readings = cat._readings
+    for head, at in _names_index(project).items():
+        if keep((readings.get(head) or _reading(cat, head))[0]):
+            positions.update(at)
+    launches = project.launches
+    return [launches[i] for i in sorted(positions)]
 
 
-def _inexact(opts: list[Opt]) -> list[Opt]:
-    """The options of `opts` not matched exactly; kept per list (`options` hands one list to
-    every release that reads the launch alike: each step of a migration)."""
-    hit = _INEXACT.get(id(opts))
-    if hit is not None and hit[0] is opts:
-        return hit[1]
-    if len(_INEXACT) > 1 << 15:
-        _INEXACT.clear()
-    found = [o for o in opts if o.match.kind != "exact"]
-    _INEXACT[id(opts)] = (opts, found)
-    return found
+def _names_index(project) -> dict[str, list[int]]:
+    """Option name -> positions (in project.launches) of the vLLM launches that write it."""
+    found = project.__dict__.get("_option_names")
+    if found is None or found[0] != len(project.files):
+        index: dict[str, list[int]] = {}
+        for i, launch in enumerate(project.launches):
+            if is_vllm(launch):
+                for head in set(_HEADS.get(launch, _option_heads)):
+                    index.setdefault(head, []).append(i)
+        found = project._option_names = (len(project.files), index)
+    return found[1]
