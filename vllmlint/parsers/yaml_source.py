@@ -31,6 +31,7 @@ alias bomb is a tiny graph with exponentially many paths) and may even make it c
 """
 from __future__ import annotations
 
+import operator
 import re
 from bisect import bisect_right
 from typing import Iterator
@@ -68,6 +69,7 @@ MAX_DEPTH = 999   # libyaml as bundled by PyYAML 6.0.4 stops at 1000 levels: one
 # YAML 1.1 line breaks (what both libyaml and PyYAML count as line breaks).
 _BREAK_CHARS = "\r\n\x85\u2028\u2029"
 _BREAK_RE = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+_A_BREAK_RE = re.compile("[\r\n\x85\u2028\u2029]")
 _BLANK = " \t"
 
 
@@ -422,7 +424,7 @@ def compose_all(text: str) -> list[Node]:
     if text.startswith("\ufeff"):
         src = text[1:]
         shift = 1
-    if not shift and _LOADER is _C_LOADER and _shallow(src):
+    if not shift and _C_LOADER is not None and _LOADER is _C_SAFE_LOADER and _shallow(src):
         fast = _compose_in_c(src)
         if fast is not None:
             return fast
@@ -458,7 +460,29 @@ def compose_all(text: str) -> list[Node]:
                 pass
 
 
-_C_LOADER = getattr(yaml, "CSafeLoader", None)
+_C_SAFE_LOADER = getattr(yaml, "CSafeLoader", None)
+
+
+if _C_SAFE_LOADER is not None:
+    class _MemoCLoader(_C_SAFE_LOADER):
+        """libyaml's safe loader with the implicit-tag resolution kept per (kind, value,
+        implicit): the safe resolver is a pure function of them, and keys and short values
+        repeat across a tree's manifests (resolving was a tenth of composing)."""
+
+        _resolved: dict = {}
+
+        def resolve(self, kind, value, implicit):
+            key = (kind, value, implicit)
+            tag = self._resolved.get(key)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(self._resolved) < 1 << 16 and (value is None or len(value) <= 64):
+                    self._resolved[key] = tag
+            return tag
+
+    _C_LOADER = _MemoCLoader
+else:
+    _C_LOADER = None
 
 
 def _shallow(text: str) -> bool:
@@ -875,10 +899,11 @@ def _decode_block(text: str, p: int, end: int, literal: bool, chomp: int, indent
             offs.append(o)
         tb = []
         leading_blank = trailing_blank
-        while p < n and text[p] not in _BREAK_CHARS:
-            chars.append(text[p])
-            offs.append(p)
-            p += 1
+        m = _A_BREAK_RE.search(text, p)          # the line's content, at once
+        q = m.start() if m else n
+        chars.extend(text[p:q])
+        offs.extend(range(p, q))
+        p = q
         if p >= n:
             break
         lb = (_norm_break(text[p]), p)
@@ -898,7 +923,7 @@ def _decode_block(text: str, p: int, end: int, literal: bool, chomp: int, indent
 
 
 def _increasing(offs) -> bool:
-    return all(a < b for a, b in zip(offs, offs[1:]))
+    return all(map(operator.lt, offs, offs[1:]))
 
 
 def _accept(res, value: str):

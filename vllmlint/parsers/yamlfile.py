@@ -270,7 +270,9 @@ class YamlParser:
         Model of engine VLLM)."""
         for node in (command, args):
             if node is not None:
-                self.consumed.update(id(n) for n in [node, *getattr(node, "value", [])] if isinstance(n, yaml.Node))
+                self.consumed.add(id(node))
+                if isinstance(node, yaml.SequenceNode):     # (a scalar's value is its text)
+                    self.consumed.update(id(n) for n in node.value if isinstance(n, yaml.Node))
         # a single string (compose `command: vllm serve ...`, Helm values): compose splits it
         for node in (command, args):
             if isinstance(node, yaml.ScalarNode) and node.value.strip():
@@ -597,7 +599,10 @@ class YamlParser:
         if crds.hf_server(node, parent_key, image, values) and detect(values) is None:
             # KServe's Hugging Face server: vLLM only with --backend=vllm, never its flags as `vllm serve`
             for part in (get(node, "command"), get(node, "args")):
-                self.consumed.update(id(n) for n in [part, *getattr(part, "value", [])] if isinstance(n, yaml.Node))
+                if part is not None:
+                    self.consumed.add(id(part))
+                if isinstance(part, yaml.SequenceNode):
+                    self.consumed.update(id(n) for n in part.value if isinstance(n, yaml.Node))
             if crds.hf_backend(values) == "vllm":
                 crds.hf_server_launch(self, node, image, env, context, group, env_from)
             else:
