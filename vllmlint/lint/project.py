@@ -209,10 +209,33 @@ def _parse_all(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
                 parser_for(kind)          # import before forking, once, not in every worker
             try:
                 with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                    return [r for chunk in pool.imap(_parse_chunk, chunks) for r in chunk]
+                    results = [r for chunk in pool.imap(_parse_chunk_to_send, chunks) for r in chunk]
             except (OSError, ImportError):  # no /dev/shm, no fork allowed: one process it is
                 pass
+            else:
+                for (cand, _), result in zip(work, results):
+                    source = _source_of(result)
+                    if source is not None:
+                        source.path = cand.path
+                return results
     return _parse_chunk(work)
+
+
+def _parse_chunk_to_send(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
+    """_parse_chunk in a worker process: each file's path stays behind (the main process has
+    it, in the same order; a path is the costliest object to read back)."""
+    results = _parse_chunk(work)
+    for result in results:
+        source = _source_of(result)
+        if source is not None:
+            source.path = None
+    return results
+
+
+def _source_of(result) -> SourceFile | None:
+    if result is None or result[0] == "problem":
+        return None
+    return result[1].source if result[0] == "file" else result[1]
 
 
 def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,

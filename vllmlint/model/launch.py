@@ -50,6 +50,9 @@ class Edit:
     def key(self) -> tuple:
         return (str(self.file.path), self.start, self.end, self.text)
 
+    def __reduce__(self):
+        return (Edit, (self.file, self.start, self.end, self.text))     # a tuple: cheapest to pickle
+
 
 @dataclass
 class Fix:
@@ -105,11 +108,15 @@ class KnownOffsets:
     def __call__(self) -> Sequence[int] | None:
         return self.offsets
 
-    def __getstate__(self):
-        return (self.offsets,)          # a tuple: pickle skips __setstate__ for a false state
+    def __reduce__(self):
+        if self is KNOWN_ON_ARRIVAL:
+            return "KNOWN_ON_ARRIVAL"       # pickled by name: one reference per Arg
+        return (KnownOffsets, (self.offsets,))
 
-    def __setstate__(self, state):
-        self.offsets = state[0]
+
+# the `locate` of an Arg read back from a worker process: its offsets arrive with it, already in
+# its memo (Arg._offsets), so this is never called
+KNOWN_ON_ARRIVAL = KnownOffsets(None)
 
 
 @dataclass
@@ -136,20 +143,25 @@ class Arg:
             self._offsets = (offs if offs is not None and len(offs) == len(self.value) else None,)
         return self._offsets[0]
 
-    def __getstate__(self) -> dict:
-        """Pickled (a worker process sends parsed files back): the front end's `locate` closure
-        cannot travel, so the offsets are resolved here and sent as data; a token that maps
-        character for character onto the file travels as a range."""
-        state = dict(self.__dict__)
-        if self.locate is not None:
-            offs = self._written_as_is() if self._offsets is None else None
-            if offs is None:
-                offs = self.offsets
-            if offs and offs[-1] - offs[0] == len(offs) - 1 and list(offs) == list(range(offs[0], offs[-1] + 1)):
-                offs = range(offs[0], offs[-1] + 1)
-            state["locate"] = KnownOffsets(offs)
-        state["_offsets"] = None
-        return state
+    def __reduce__(self):
+        """Pickled (a worker process sends parsed files back) as its fields in a tuple, the
+        cheapest form to write and read back (the main process reads every parsed file). The
+        front end's `locate` closure cannot travel: the offsets are resolved here and sent as
+        data; a token that maps character for character onto the file travels as a range.
+        Attributes a front end added (`keyword_style`) travel as state."""
+        d = self.__dict__
+        extra = {k: v for k, v in d.items() if k not in _ARG_FIELDS} if len(d) > len(_ARG_FIELDS) else None
+        if self.locate is None:
+            args = (self.value, self.file, self.span, self.dynamic, self.splits)
+            return (Arg, args, extra) if extra else (Arg, args)
+        offs = self._written_as_is() if self._offsets is None else None
+        if offs is None:
+            offs = self.offsets
+        if offs and not isinstance(offs, range) and offs[-1] - offs[0] == len(offs) - 1 and \
+                list(offs) == list(range(offs[0], offs[-1] + 1)):
+            offs = range(offs[0], offs[-1] + 1)
+        args = (self.value, self.file, self.span, self.dynamic, self.splits, KNOWN_ON_ARRIVAL, (offs,))
+        return (Arg, args, extra) if extra else (Arg, args)
 
     def _written_as_is(self) -> range | None:
         """The offsets of a token written bare or in plain quotes, read off its span without the
@@ -188,6 +200,9 @@ class Arg:
         return Edit(self.file, self.span[0], self.span[1], text)
 
 
+_ARG_FIELDS = ("value", "file", "span", "dynamic", "splits", "locate", "_offsets")
+
+
 @dataclass
 class EnvEntry:
     """One environment setting, where it is written, and how to remove it."""
@@ -203,6 +218,15 @@ class EnvEntry:
     @property
     def line(self) -> int:
         return self.file.line_col(self.span[0])[0]
+
+    def __reduce__(self):
+        """Pickled as a tuple of fields (see Arg); the launches go as state, after the entry
+        exists, since a launch refers back to its entries."""
+        return (EnvEntry, (self.name, self.value, self.file, self.span, self.origin, self.removal),
+                {k: v for k, v in self.__dict__.items() if k not in _ENV_ARGS})
+
+
+_ENV_ARGS = ("name", "value", "file", "span", "origin", "removal")
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:
