@@ -29,6 +29,7 @@ class Instruction:
         return self.omap[i], self.omap[j - 1] + 1
 
 
+_KEYWORD_RE = re.compile(r"(\S+)\s*")
 HEREDOC_RE = re.compile(r"<<(-?)\s*([\"']?)([A-Za-z_][\w]*)\2")
 
 
@@ -54,11 +55,11 @@ def instructions(text: str) -> list[Instruction]:
             i += 1
             continue
         lead = len(line) - len(line.lstrip())
-        m = re.match(r"(\S+)\s*", line[lead:])
+        m = _KEYWORD_RE.match(line, lead)
         keyword = m.group(1).upper() if m else ""
         args_chars: list[str] = []
         omap: list[int] = []
-        start_col = lead + (m.end() if m else 0)
+        start_col = m.end() if m else lead
         j, col = i, start_col
         while j < len(lines):
             body = lines[j].rstrip("\r\n")
@@ -70,9 +71,9 @@ def instructions(text: str) -> list[Instruction]:
             continued = content.endswith(escape) and j + 1 < len(lines)
             if continued:
                 content = content[:-1]
-            for c in range(col, len(content)):
-                args_chars.append(content[c])
-                omap.append(offsets[j] + c)
+            if col < len(content):          # the line's text at once, each character's offset beside it
+                args_chars.append(content[col:])
+                omap.extend(range(offsets[j] + col, offsets[j] + len(content)))
             j += 1
             col = 0
             if not continued:
