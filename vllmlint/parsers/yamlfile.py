@@ -90,34 +90,18 @@ def pair(node: yaml.Node, key: str, depth: int = 0) -> Pair | None:
     """The (key, value) nodes of `key`, following `<<: *anchor` merge keys (compose, k8s)."""
     if not isinstance(node, yaml.MappingNode):
         return None
-    keys, merged = _keys_of(node)
-    found = keys.get(key)
-    if found is not None:
-        return found
-    if depth < 8:
-        for m in merged:
-            found = pair(m, key, depth + 1)
-            if found:
-                return found
-    return None
-
-
-def _keys_of(node: yaml.MappingNode) -> tuple[dict[str, Pair], list]:
-    """A mapping's first pair per key, and its `<<` merge sources; kept on the node (the front
-    ends ask a node for several keys), rebuilt if its pairs changed."""
-    memo = node.__dict__.get("_vllmlint_keys")
-    if memo is not None and memo[0] is node.value and memo[1] == len(node.value):
-        return memo[2], memo[3]
-    keys: dict[str, Pair] = {}
-    merged: list = []
+    merged = []
     for k, v in node.value:
         if isinstance(k, yaml.ScalarNode):
-            if k.tag != "tag:yaml.org,2002:merge" and k.value not in keys:
-                keys[k.value] = (k, v)
-            if k.value == "<<":
+            if k.value == key and k.tag != "tag:yaml.org,2002:merge":
+                return k, v
+            if k.value == "<<" and depth < 8:
                 merged.extend(v.value if isinstance(v, yaml.SequenceNode) else [v])
-    node._vllmlint_keys = (node.value, len(node.value), keys, merged)
-    return keys, merged
+    for m in merged:
+        found = pair(m, key, depth + 1)
+        if found:
+            return found
+    return None
 
 
 def scalar(node: yaml.Node | None) -> str | None:
