@@ -3,14 +3,15 @@ import re
 
 from vllmlint.model.launch import Edit, Fix
 from vllmlint.lint.registry import Rule
+from vllmlint.model.lazyre import lazy_re
 
 # shell words, JSON/YAML list items, and comment lines between them (a suppression comment)
 SEP = r"""["']?(?:[ \t,]|\n(?:[ \t]*\#[^\n]*\n)*[ \t]*-[ \t]|\\\n)+["']?"""
 # a Python file that imports vLLM at all (cheap test before its syntax tree is built)
-IMPORTS_VLLM_RE = re.compile(r"(?m)^[ \t]*(?:from[ \t]+vllm\b|import[ \t][^\n#]*\bvllm\b)|\bimport_module\(|__import__\(")
+IMPORTS_VLLM_RE = lazy_re(r"(?m)^[ \t]*(?:from[ \t]+vllm\b|import[ \t][^\n#]*\bvllm\b)|\bimport_module\(|__import__\(")
 # a cheap test before PY_M_RE (slow on long files): `vllm.` and a `-m` word (a literal prefix: fast)
-PY_M_HINT = re.compile(r"-m[\s\"',\\]")
-PY_M_RE = re.compile(r"(?<![\w.-])python[\d.]*" + f"(?:{SEP}-[a-zA-Z]+)*?{SEP}-m{SEP}" + r"(?P<mod>vllm(?:\.\w+)+)")
+PY_M_HINT = lazy_re(r"-m[\s\"',\\]")
+PY_M_RE = lazy_re(r"(?<![\w.-])python[\d.]*" + f"(?:{SEP}-[a-zA-Z]+)*?{SEP}-m{SEP}" + r"(?P<mod>vllm(?:\.\w+)+)")
 
 
 class PythonModuleMoved(Rule):
@@ -62,9 +63,9 @@ class PythonModuleMoved(Rule):
         hist = history()
         for pf in project.files:
             source = pf.source
-            if source.kind == "python" and IMPORTS_VLLM_RE.search(source.text):
+            if source.kind == "python" and IMPORTS_VLLM_RE().search(source.text):
                 yield from self._imports(pf, cat, hist, project)
-            if "vllm." in source.text and PY_M_HINT.search(source.text):
+            if "vllm." in source.text and PY_M_HINT().search(source.text):
                 yield from self._python_m(pf, cat, hist)
 
     # -- what happened to one module ---------------------------------------------------------
@@ -198,7 +199,7 @@ class PythonModuleMoved(Rule):
     def _python_m(self, pf, cat, hist):
         source = pf.source
         t = self.target_str
-        for m in PY_M_RE.finditer(source.text):
+        for m in PY_M_RE().finditer(source.text):
             line_start = source.text.rfind("\n", 0, m.start()) + 1
             if source.text[line_start:m.start()].lstrip().startswith("#"):
                 continue                            # a comment

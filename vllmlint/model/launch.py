@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from .lazyre import lazy_re
+
 Span = tuple[int, int]
 
 
@@ -414,7 +416,7 @@ def remove_from_run(text: str, spans: list[Span], i: int) -> Span | None:
 
 # What may stand between two argv tokens removed together (a flag and its value): list
 # separators, a YAML block-list dash, a shell line continuation.
-_BETWEEN_RE = re.compile(r"[ \t]*(?:,[ \t]*)?(?:\\?\r?\n[ \t]*(?:-[ \t]+)?)?")
+_BETWEEN_RE = lazy_re(r"[ \t]*(?:,[ \t]*)?(?:\\?\r?\n[ \t]*(?:-[ \t]+)?)?")
 
 
 def _remove_array_word(file: SourceFile, text: str, s: int, e: int, line_start: int, before: str) -> list[Edit] | None:
@@ -463,7 +465,7 @@ def remove_args(args: list[Arg]) -> list[Edit] | None:
     text = file.text
     spans = sorted(a.span for a in args)
     for (_, end), (start, _) in zip(spans, spans[1:]):
-        if not _BETWEEN_RE.fullmatch(text[end:start]):
+        if not _BETWEEN_RE().fullmatch(text[end:start]):
             return None
     s, e = spans[0][0], spans[-1][1]
     line_start = text.rfind("\n", 0, s) + 1
