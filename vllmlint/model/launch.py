@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from .lazyre import lazy_re
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from .detect import SHELLS, ContainerRun, basename, container_run, detect, is_vllm_image, serve_kind, strip_transport
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run

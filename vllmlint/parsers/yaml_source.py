@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from typing import Iterator
+from collections.abc import Iterator
 
 import yaml
 from yaml.events import (
