@@ -57,6 +57,7 @@ _REF_RE = lazy_re(
 
 @dataclass(frozen=True)
 class ImageRef:
+    """A container image reference, split into registry, path, tag and digest."""
     registry: str | None      # "nvcr.io", "localhost:5000", None for Docker Hub
     path: str                 # "vllm/vllm-openai"
     tag: str | None           # "v0.29.0"
@@ -107,6 +108,7 @@ _TAG_RE = lazy_re(r"^(?P<v>v?)(?P<x>\d+)\.(?P<y>\d+)\.(?P<z>\d+)(?P<n>(?:\.\d+|\
 
 @dataclass(frozen=True)
 class Tag:
+    """An image tag read as a vLLM release: the release it names, and its build variant."""
     text: str
     version: tuple[int, int, int] | None   # the release it names, None for latest/nightly/commits
     variant: str = ""                      # "-cu129", "-rocm": a build of that release

@@ -26,6 +26,7 @@ NOT_DOCKERFILE = (".py", ".pyc", ".pyi", ".md", ".rst", ".adoc", ".txt", ".json"
 
 @dataclass(frozen=True)
 class Candidate:
+    """A file to check: where it is, how it is reported, and what kind of file it is."""
     path: Path        # absolute
     display: str      # as reported: the argument joined with the relative path
     kind: str         # dockerfile | yaml | shell | make | just | python | requirements

@@ -21,6 +21,7 @@ DIRECTIVE_RE = lazy_re(
 
 @dataclass
 class Directive:
+    """A `# vllmlint: disable=...` comment: the codes it silences, and where."""
     file: SourceFile
     line: int                 # the line the directive is written on
     applies_to: int | None    # the line it covers; None: the whole file
@@ -49,6 +50,7 @@ def directives(source: SourceFile) -> list[Directive]:
 
 @dataclass
 class Suppressed:
+    """A finding that was silenced, and by what."""
     finding: Finding
     reason: str
     how: str                  # "comment" | "annotation" | "config"

@@ -18,6 +18,7 @@ Span = tuple[int, int]
 
 @dataclass(eq=False)
 class SourceFile:
+    """A file read for the check: its path, how it is reported, and its text."""
     path: Path            # absolute path on disk
     display: str          # the path as reported (as given on the command line, joined with the relative path)
     text: str             # decoded text, BOM removed, line endings untouched
@@ -55,6 +56,7 @@ class Edit:
 
 @dataclass
 class Fix:
+    """The edits that fix a finding, with what they do."""
     edits: list[Edit]
     description: str
     applicability: str = "safe"   # safe | unsafe
@@ -238,6 +240,7 @@ ENGINE = "engine"          # the Python engine API: LLM(...), AsyncEngineArgs(..
 
 @dataclass
 class Launch:
+    """One vLLM (or proxy) launch: its argv and environment, with where each part is written."""
     kind: str
     file: SourceFile
     span: Span                 # where the launch is written (its first token)
@@ -343,6 +346,7 @@ def normalize_flag(flag: str) -> str:
 
 @dataclass
 class ParseError(Exception):
+    """A file that could not be parsed: the line, and why."""
     line: int
     reason: str
 
@@ -352,6 +356,7 @@ class ParseError(Exception):
 
 @dataclass
 class Finding:
+    """One finding of a rule: where, what, and its fix if it has one."""
     code: str
     name: str
     severity: str              # error | warning | info

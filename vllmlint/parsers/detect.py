@@ -37,6 +37,7 @@ VLLM_SUBCOMMANDS = {"serve", "launch", "bench", "chat", "complete", "collect-env
 
 @dataclass(frozen=True)
 class Detected:
+    """A command recognised as a launch: its kind, and where its program and options start."""
     kind: str
     start: int          # index of the first program word (`vllm`, `python`, the proxy script)
     options_start: int  # index of the first option/positional that vLLM (or the proxy) parses

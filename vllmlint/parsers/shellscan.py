@@ -74,6 +74,7 @@ class Compose:
 
 @dataclass
 class ShellScan:
+    """What a shell script holds: its launches and its environment settings."""
     launches: list[Launch] = field(default_factory=list)
     env: list[EnvEntry] = field(default_factory=list)
 

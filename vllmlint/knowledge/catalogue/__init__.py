@@ -269,6 +269,7 @@ class Catalogue:
 # ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Removal:
+    """A name the catalogued releases dropped: the last release that had it, the first without it."""
     name: str
     last: str                 # the last catalogued release that had it
     removed_in: str           # the first catalogued release after `last` without it
