@@ -58,14 +58,21 @@ class PythonModuleMoved(Rule):
         from vllmlint.knowledge.catalogue import for_target, history
 
         cat = for_target(self.target)
-        if cat is None or not cat.has_modules:
+        if cat is None:
             return
-        hist = history()
+        hist = None
         for pf in project.files:
             source = pf.source
-            if source.kind == "python" and IMPORTS_VLLM_RE().search(source.text):
+            imports = source.kind == "python" and IMPORTS_VLLM_RE().search(source.text)
+            python_m = "vllm." in source.text and PY_M_HINT().search(source.text)
+            if not (imports or python_m):
+                continue
+            if not cat.has_modules:     # asked only here: the module lists are a file of their own
+                return
+            hist = hist or history()
+            if imports:
                 yield from self._imports(pf, cat, hist, project)
-            if "vllm." in source.text and PY_M_HINT().search(source.text):
+            if python_m:
                 yield from self._python_m(pf, cat, hist)
 
     # -- what happened to one module ---------------------------------------------------------
