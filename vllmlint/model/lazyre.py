@@ -11,8 +11,8 @@ pattern defined with `lazy_re` is compiled once, when first asked for:
 from __future__ import annotations
 
 import re
-from functools import cache
 from collections.abc import Callable
+from functools import cache
 
 
 def lazy_re(pattern: str | bytes, flags: int = 0) -> Callable[[], re.Pattern]:
