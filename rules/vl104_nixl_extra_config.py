@@ -71,14 +71,13 @@ class NixlExtraConfig(Rule):
     fix = "sometimes"
 
     def check(self, project):
-        from vllmlint.knowledge.catalogue import for_target, history
+        from vllmlint.knowledge.catalogue import for_target
         from vllmlint.knowledge.catalogue.argv import is_vllm
         from vllmlint.model.kvconfig import kv_config
 
         cat = for_target(self.target)
         if cat is None or not cat.nixl_extra_keys:
             return
-        hist = history()
         for launch in project.launches:
             if not is_vllm(launch):
                 continue
@@ -96,12 +95,14 @@ class NixlExtraConfig(Rule):
                     if key in cat.nixl_extra_keys:
                         yield from self._value(launch, cfg, kpath, key, value, cat)
                     else:
-                        yield from self._unknown(launch, cfg, kpath, key, cat, hist)
+                        yield from self._unknown(launch, cfg, kpath, key, cat)
 
     # -- a key the target does not read --------------------------------------------------------
-    def _unknown(self, launch, cfg, kpath, key, cat, hist):
+    def _unknown(self, launch, cfg, kpath, key, cat):
+        from vllmlint.knowledge.catalogue import history
         from vllmlint.model.kvconfig import move_member_edits
 
+        hist = history()            # read here: most configs hold no key the target does not read
         t = self.target_str
         where = cfg.span(kpath)
         head = f"`{key}` in NixlConnector's kv_connector_extra_config"

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from vllmlint.lint.graph import graph_of
 from vllmlint.lint.registry import Rule
 
+TYPE_CHECKING = False      # typing.TYPE_CHECKING without importing typing (a one-file run's start-up)
 if TYPE_CHECKING:
     from vllmlint.knowledge.topology import Link
 

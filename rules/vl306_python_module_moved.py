@@ -3,21 +3,22 @@ import re
 
 from vllmlint.model.launch import Edit, Fix
 from vllmlint.lint.registry import Rule
+from vllmlint.model.lazyre import lazy_re
 
 # shell words, JSON/YAML list items, and comment lines between them (a suppression comment)
 SEP = r"""["']?(?:[ \t,]|\n(?:[ \t]*\#[^\n]*\n)*[ \t]*-[ \t]|\\\n)+["']?"""
 # a Python file that imports vLLM at all (cheap test before its syntax tree is built)
-IMPORTS_VLLM_RE = re.compile(r"(?m)^[ \t]*(?:from[ \t]+vllm\b|import[ \t][^\n#]*\bvllm\b)|\bimport_module\(|__import__\(")
+IMPORTS_VLLM_RE = lazy_re(r"(?m)^[ \t]*(?:from[ \t]+vllm\b|import[ \t][^\n#]*\bvllm\b)|\bimport_module\(|__import__\(")
 # a cheap test before PY_M_RE (slow on long files): `vllm.` and a `-m` word (a literal prefix: fast)
-PY_M_HINT = re.compile(r"-m[\s\"',\\]")
-PY_M_RE = re.compile(r"(?<![\w.-])python[\d.]*" + f"(?:{SEP}-[a-zA-Z]+)*?{SEP}-m{SEP}" + r"(?P<mod>vllm(?:\.\w+)+)")
+PY_M_HINT = lazy_re(r"-m[\s\"',\\]")
+PY_M_RE = lazy_re(r"(?<![\w.-])python[\d.]*" + f"(?:{SEP}-[a-zA-Z]+)*?{SEP}-m{SEP}" + r"(?P<mod>vllm(?:\.\w+)+)")
 
 
 def _imports_vllm(pf) -> bool:
     """IMPORTS_VLLM_RE on the file, kept on the parsed file (a migration asks at every step)."""
     found = pf.__dict__.get("_imports_vllm")
     if found is None:
-        found = pf._imports_vllm = bool(IMPORTS_VLLM_RE.search(pf.source.text))
+        found = pf._imports_vllm = bool(IMPORTS_VLLM_RE().search(pf.source.text))
     return found
 
 
@@ -65,14 +66,21 @@ class PythonModuleMoved(Rule):
         from vllmlint.knowledge.catalogue import for_target, history
 
         cat = for_target(self.target)
-        if cat is None or not cat.has_modules:
+        if cat is None:
             return
-        hist = history()
+        hist = None
         for pf in project.files:
             source = pf.source
-            if source.kind == "python" and _imports_vllm(pf):
+            imports = source.kind == "python" and _imports_vllm(pf)
+            python_m = "vllm." in source.text and PY_M_HINT().search(source.text)
+            if not (imports or python_m):
+                continue
+            if not cat.has_modules:     # asked only here: the module lists are a file of their own
+                return
+            hist = hist or history()
+            if imports:
                 yield from self._imports(pf, cat, hist, project)
-            if "vllm." in source.text and PY_M_HINT.search(source.text):
+            if python_m:
                 yield from self._python_m(pf, cat, hist)
 
     # -- what happened to one module ---------------------------------------------------------
@@ -206,7 +214,7 @@ class PythonModuleMoved(Rule):
     def _python_m(self, pf, cat, hist):
         source = pf.source
         t = self.target_str
-        for m in PY_M_RE.finditer(source.text):
+        for m in PY_M_RE().finditer(source.text):
             line_start = source.text.rfind("\n", 0, m.start()) + 1
             if source.text[line_start:m.start()].lstrip().startswith("#"):
                 continue                            # a comment

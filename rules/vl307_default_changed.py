@@ -2,12 +2,12 @@ import ast
 import functools
 import json
 import re
-import shlex
 
 from vllmlint.model.launch import ENGINE, Fix
 from vllmlint.lint.registry import Rule
+from vllmlint.model.lazyre import lazy_re
 
-PLAIN = re.compile(r"^[\w.:/+@%-]+$")
+PLAIN = lazy_re(r"^[\w.:/+@%-]+$")
 _MISSING = object()
 
 
@@ -198,7 +198,7 @@ def _written(item: str, launch) -> str | None:
     site = launch.append_site
     if site is None:
         return None
-    if PLAIN.match(item):
+    if PLAIN().match(item):
         return item
     template = site.template
     if '"{}"' in template:                      # JSON, YAML flow/double-quoted, Python "..."
@@ -206,6 +206,8 @@ def _written(item: str, launch) -> str | None:
     if "'{}'" in template:                      # YAML or Python single-quoted
         return item if "'" not in item and "\\" not in item else None
     if template == " {}" and launch.file.kind == "shell":
+        import shlex                            # here: most runs never quote a pinned default
+
         return shlex.quote(item)
     if template.rstrip().endswith("- {}") and not re.search(r": | #|^[\[\]{}&*!|>'\"%@`#,?:]|^- ", item):
         return item                             # a YAML block list item, plain

@@ -471,13 +471,24 @@ def test_generator_on_a_synthetic_wheel(tmp_path):
     tree2 = write_wheel(tmp_path / "unpacked2", nxt)
     out = tmp_path / "out"
     assert ex.main([str(whl), str(tree2), "-o", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["index.json", "vllm-9.1.0.json", "vllm-9.2.0.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["index.json", "modules", "vllm-9.1.0.json", "vllm-9.2.0.json"]
     index = json.loads((out / "index.json").read_text())
     assert index["versions"] == ["9.1.0", "9.2.0"]
     assert index["renamed_flags"] == {"--swap-space": {"in": "9.2.0", "to": "--cpu-swap"}}
     assert index["flags"]["--swap-space"]["runs"] == [["9.1.0", "9.1.0"]]
     assert index["env"]["VLLM_OLD_HASHER"]["use"] == "--hash-algo"
-    assert json.loads((out / "vllm-9.1.0.json").read_text()) == cat
+    # the module lists apart (read only by Python module checks), the rest in the release's file
+    written = json.loads((out / "vllm-9.1.0.json").read_text())
+    assert not {"modules", "exports"} & set(written)
+    assert {**written, **json.loads((out / "modules" / "vllm-9.1.0.json").read_text())} == cat
+    assert not {"modules", "moved_modules"} & set(index)
+    assert set(json.loads((out / "modules" / "index.json").read_text())) == {"modules", "moved_modules"}
+
+
+def test_generator_writes_the_layout_the_catalogue_reads():
+    ex = generator()
+    assert (ex.MODULES_DIR, ex.RELEASE_MODULE_KEYS, ex.INDEX_MODULE_KEYS) == \
+        (catalogue.MODULES_DIR, catalogue.RELEASE_MODULE_KEYS, catalogue.INDEX_MODULE_KEYS)
 
 
 def test_generator_imports_nothing_of_vllm(tmp_path):
@@ -542,3 +553,4 @@ def test_wheel_ships_the_catalogue(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "vllmlint/knowledge/catalogue/__init__.py" in names and "vllmlint/knowledge/catalogue/index.json" in names
     assert {f"vllmlint/knowledge/catalogue/vllm-{v}.json" for v in versions()} <= names
+    assert "vllmlint/knowledge/catalogue/modules/index.json" in names

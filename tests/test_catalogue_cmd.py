@@ -195,7 +195,7 @@ def test_builtin_path_is_the_scripts_path(tmp_path):
     assert res.exit_code == 0, res.output
     subprocess.run([sys.executable, str(ROOT / "scripts" / "extract_catalogue.py"), str(whl), "-o",
                     str(tmp_path / "script")], check=True, capture_output=True, cwd=ROOT)
-    for name in ("vllm-9.1.0.json", "index.json"):
+    for name in ("vllm-9.1.0.json", "index.json", "modules/vllm-9.1.0.json", "modules/index.json"):
         assert (tmp_path / "cmd" / name).read_bytes() == (tmp_path / "script" / name).read_bytes()
     assert "added" not in json.loads((tmp_path / "cmd" / "vllm-9.1.0.json").read_text())
     script = (ROOT / "scripts" / "extract_catalogue.py").read_text()

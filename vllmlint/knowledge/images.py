@@ -12,9 +12,10 @@ An image reference is `[REGISTRY[:PORT]/]PATH[:TAG][@DIGEST]`. `is_vllm_image` m
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+
+from ..model.lazyre import lazy_re
 
 # Image paths (without registry) that are builds of vLLM's OpenAI server. Globs, matched whole.
 BUILTIN_VLLM_IMAGES = (
@@ -49,13 +50,14 @@ PLUGIN_IMAGES = {
 }
 
 # `${IMAGE:-vllm/vllm-openai:v0.29.0}` / `${IMAGE-...}`: the default is the image when unset.
-_DEFAULTED_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
-_REF_RE = re.compile(
+_DEFAULTED_RE = lazy_re(r"^\$\{\w+:?-(.*)\}$")
+_REF_RE = lazy_re(
     r"^(?P<path>[a-z0-9][\w.\-/]*?)(?::(?P<tag>[\w][\w.\-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-fA-F]{16,}))?$")
 
 
 @dataclass(frozen=True)
 class ImageRef:
+    """A container image reference, split into registry, path, tag and digest."""
     registry: str | None      # "nvcr.io", "localhost:5000", None for Docker Hub
     path: str                 # "vllm/vllm-openai"
     tag: str | None           # "v0.29.0"
@@ -69,7 +71,7 @@ class ImageRef:
 def unwrap_default(text: str) -> str:
     """The image a compose/shell `${VAR:-default}` falls back to; other text as given."""
     text = text.strip().strip("'\"")
-    m = _DEFAULTED_RE.match(text)
+    m = _DEFAULTED_RE().match(text)
     return m.group(1).strip().strip("'\"") if m else text
 
 
@@ -84,7 +86,7 @@ def parse_image(text: str | None) -> ImageRef | None:
     first, sep, rest = text.partition("/")
     if sep and ("." in first or ":" in first or first == "localhost"):
         registry, text = first, rest
-    m = _REF_RE.match(text.lower() if not registry else text)
+    m = _REF_RE().match(text.lower() if not registry else text)
     if not m:
         return None
     return ImageRef(registry, m.group("path").lower(), m.group("tag"), m.group("digest"))
@@ -101,11 +103,12 @@ def is_vllm_image(text: str | ImageRef | None, extra: tuple[str, ...] = ()) -> b
     return any(fnmatchcase(ref.path, p) or fnmatchcase(ref.name, p) for p in extra)
 
 
-_TAG_RE = re.compile(r"^(?P<v>v?)(?P<x>\d+)\.(?P<y>\d+)\.(?P<z>\d+)(?P<n>(?:\.\d+|\.post\d+)?)(?P<variant>-[\w.\-]+)?$")
+_TAG_RE = lazy_re(r"^(?P<v>v?)(?P<x>\d+)\.(?P<y>\d+)\.(?P<z>\d+)(?P<n>(?:\.\d+|\.post\d+)?)(?P<variant>-[\w.\-]+)?$")
 
 
 @dataclass(frozen=True)
 class Tag:
+    """An image tag read as a vLLM release: the release it names, and its build variant."""
     text: str
     version: tuple[int, int, int] | None   # the release it names, None for latest/nightly/commits
     variant: str = ""                      # "-cu129", "-rocm": a build of that release
@@ -122,7 +125,7 @@ class Tag:
 def parse_tag(tag: str | None) -> Tag | None:
     if not tag:
         return None
-    m = _TAG_RE.match(tag)
+    m = _TAG_RE().match(tag)
     if not m:
         return Tag(tag, None)
     version = (int(m.group("x")), int(m.group("y")), int(m.group("z")))

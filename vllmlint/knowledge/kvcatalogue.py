@@ -52,9 +52,9 @@ def _spans(runs_by_name: dict) -> dict[str, tuple[str | None, str | None]]:
 
 
 def _history(key: str, flag: str | None = None) -> dict:
-    from .catalogue import index
+    from .catalogue import index_section
 
-    table = index()[key]
+    table = index_section(key)
     return table.get(flag, {}) if flag else table
 
 
@@ -64,7 +64,7 @@ def _connector_spans() -> dict:
     present: dict[str, list[bool]] = {}
     vs = versions()
     for i, v in enumerate(vs):
-        for name in load(v).data.get("kv", {}).get("connectors", []):
+        for name in load(v).kv.get("connectors", []):
             present.setdefault(name, [False] * len(vs))[i] = True
     runs = {}
     for name, flags in present.items():
@@ -123,7 +123,7 @@ def connectors(target) -> set[str]:
     cat = _release(target)
     if cat is None:
         return {k for k, span in CONNECTORS.items() if _in(span, target)}
-    return set(cat.data.get("kv", {}).get("connectors", []))
+    return set(cat.kv.get("connectors", []))
 
 
 def nixl_extra_keys(target) -> set[str]:

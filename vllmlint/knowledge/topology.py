@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model.lazyre import lazy_re
+
 __all__ = [
     "BANDWIDTH",
     "Link",
@@ -71,7 +73,7 @@ P2P_CODES = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
 #          within a NUMA node
 #   SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes
 #          (e.g., QPI/UPI); older drivers printed SOC for the same thing
-_NV_RE = re.compile(r"NV\d+")
+_NV_RE = lazy_re(r"NV\d+")
 _PCIE_SWITCH_CODES = frozenset({"PIX", "PXB"})
 _HOST_PATH_CODES = frozenset({"PHB", "NODE", "SYS", "SOC"})
 _LINK_MATRIX_CODES = _PCIE_SWITCH_CODES | _HOST_PATH_CODES
@@ -99,7 +101,7 @@ def _link_from_matrix_code(code: str) -> Link:
                         memory -- the L40S case from the vLLM guide.
       anything else  -> "unknown", p2p False.
     """
-    if _NV_RE.fullmatch(code):
+    if _NV_RE().fullmatch(code):
         return Link("nvlink", code, True)
     if code in _PCIE_SWITCH_CODES:
         return Link("p2p", _PIX_DETAIL[code], True)
@@ -162,10 +164,10 @@ class Topology:
         return f"Topology(gpus={self.gpus!r}, source={self._source!r}, links={len(self._links)})"
 
 
-_GPU_LABEL = re.compile(r"GPU(\d+)")
+_GPU_LABEL = lazy_re(r"GPU(\d+)")
 # Device column labels in a matrix header: GPU0, NIC0, mlx5_0 (older drivers), NVMe0, ...
-_DEVICE_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]*\d")
-_RULE_LINE = re.compile(r"\s*\|?[\s|:+=-]*-[\s|:+=-]*")
+_DEVICE_LABEL = lazy_re(r"[A-Za-z][A-Za-z0-9_.:-]*\d")
+_RULE_LINE = lazy_re(r"\s*\|?[\s|:+=-]*-[\s|:+=-]*")
 
 
 @dataclass
@@ -181,11 +183,11 @@ def _tokens(line: str) -> list[str]:
 
 
 def _header_columns(tokens: list[str]) -> list[str] | None:
-    if not tokens or not _GPU_LABEL.fullmatch(tokens[0]):
+    if not tokens or not _GPU_LABEL().fullmatch(tokens[0]):
         return None
     columns: list[str] = []
     for tok in tokens:
-        if not _DEVICE_LABEL.fullmatch(tok) or tok in columns:
+        if not _DEVICE_LABEL().fullmatch(tok) or tok in columns:
             break
         columns.append(tok)
     return columns
@@ -206,7 +208,7 @@ def _find_matrices(text: str) -> list[_Matrix]:
         rows: dict[str, list[str]] = {}
         j = i + 1
         while j < len(lines):
-            if _RULE_LINE.fullmatch(lines[j]):
+            if _RULE_LINE().fullmatch(lines[j]):
                 j += 1     # Markdown table separator (|---|---|) under a pasted header
                 continue
             row = _tokens(lines[j])
@@ -215,9 +217,9 @@ def _find_matrices(text: str) -> list[_Matrix]:
             rows[row[0]] = row[1:1 + len(columns)]
             j += 1
         gpu_cols = [(k, int(m.group(1))) for k, c in enumerate(columns)
-                    if (m := _GPU_LABEL.fullmatch(c))]
+                    if (m := _GPU_LABEL().fullmatch(c))]
         gpu_rows = [(int(m.group(1)), cells) for label, cells in rows.items()
-                    if (m := _GPU_LABEL.fullmatch(label))]
+                    if (m := _GPU_LABEL().fullmatch(label))]
         if not gpu_rows:
             i += 1
             continue
@@ -237,12 +239,12 @@ def _find_matrices(text: str) -> list[_Matrix]:
         values = set(cells.values())
         if values and values <= P2P_CODES:
             kind = "p2p-matrix"
-        elif values and all(v in _LINK_MATRIX_CODES or _NV_RE.fullmatch(v) for v in values):
+        elif values and all(v in _LINK_MATRIX_CODES or _NV_RE().fullmatch(v) for v in values):
             kind = "link-matrix"
         elif values:
             # Mixed or unfamiliar codes: call it by majority, unknown cells map to "unknown".
             p2p_votes = sum(v in P2P_CODES for v in cells.values())
-            link_votes = sum(v in _LINK_MATRIX_CODES or bool(_NV_RE.fullmatch(v))
+            link_votes = sum(v in _LINK_MATRIX_CODES or bool(_NV_RE().fullmatch(v))
                              for v in cells.values())
             kind = "p2p-matrix" if p2p_votes > link_votes else "link-matrix"
         else:

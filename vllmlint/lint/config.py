@@ -32,6 +32,7 @@ class ConfigError(Exception):
 
 @dataclass
 class Settings:
+    """The run's settings: defaults, then the settings file, then the command line."""
     source: str | None = None                      # the file the settings came from
     root: Path = field(default_factory=Path.cwd)   # paths in the settings are relative to it
     target_version: str = "0.30.0"

@@ -10,11 +10,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model.lazyre import lazy_re
+
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox",
              ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", "site-packages"}
 YAML_SUFFIXES = (".yaml", ".yml")
-SHELL_SHEBANG = re.compile(rb"^#!\s*\S*?(?:/env\s+)?(?:ba|z|da|k|a)?sh\b")
-PYTHON_SHEBANG = re.compile(rb"^#!\s*\S*?python")
+SHELL_SHEBANG = lazy_re(rb"^#!\s*\S*?(?:/env\s+)?(?:ba|z|da|k|a)?sh\b")
+PYTHON_SHEBANG = lazy_re(rb"^#!\s*\S*?python")
 MAX_SNIFF = 2048
 # `dockerfile.py`, `Dockerfile.dockerignore`, `dockerfile.md`: named after Dockerfiles, not ones
 NOT_DOCKERFILE = (".py", ".pyc", ".pyi", ".md", ".rst", ".adoc", ".txt", ".json", ".go", ".rs", ".js", ".ts",
@@ -24,6 +26,7 @@ NOT_DOCKERFILE = (".py", ".pyc", ".pyi", ".md", ".rst", ".adoc", ".txt", ".json"
 
 @dataclass(frozen=True)
 class Candidate:
+    """A file to check: where it is, how it is reported, and what kind of file it is."""
     path: Path        # absolute
     display: str      # as reported: the argument joined with the relative path
     kind: str         # dockerfile | yaml | shell | make | just | python | requirements
@@ -57,9 +60,9 @@ def classify(path: Path, head: bytes) -> str | None:
         return None
     # found by their first bytes whatever their name: `run.sbatch`, `job.slurm`, `start`, and a
     # Dockerfile kept under another name (`docker/gpu.build`, `Dockerfile` renamed in a copy)
-    if SHELL_SHEBANG.match(head):
+    if SHELL_SHEBANG().match(head):
         return "shell"
-    if PYTHON_SHEBANG.match(head):
+    if PYTHON_SHEBANG().match(head):
         return "python"
     if lower.endswith((".tpl", ".template")) and (b"apiVersion:" in head or b"services:" in head):
         return "yaml"
@@ -73,10 +76,10 @@ def classify(path: Path, head: bytes) -> str | None:
 # names that are documents or data even when they start like a script or a Dockerfile
 NOT_SCRIPT = (".md", ".rst", ".adoc", ".txt", ".json", ".html", ".csv", ".tsv", ".log", ".ipynb", ".xml",
               ".js", ".ts", ".go", ".rs", ".c", ".h", ".cpp", ".java", ".patch", ".diff", ".orig", ".rej")
-_DOCKER_FROM = re.compile(rb"^FROM[ \t]+(?:--platform=\S+[ \t]+)?[\w${}.:/@\-]+(?:[ \t]+AS[ \t]+[\w.\-]+)?[ \t]*\r?$",
-                          re.I | re.M)
-_DOCKER_FIRST = re.compile(rb"^(?:FROM|ARG)[ \t]", re.I)
-_DOCKER_OTHER = re.compile(rb"^(?:RUN|CMD|ENTRYPOINT|ENV|COPY|ADD|WORKDIR|EXPOSE|USER|LABEL)[ \t]", re.I | re.M)
+_DOCKER_FROM = lazy_re(rb"^FROM[ \t]+(?:--platform=\S+[ \t]+)?[\w${}.:/@\-]+(?:[ \t]+AS[ \t]+[\w.\-]+)?[ \t]*\r?$",
+                       re.I | re.M)
+_DOCKER_FIRST = lazy_re(rb"^(?:FROM|ARG)[ \t]", re.I)
+_DOCKER_OTHER = lazy_re(rb"^(?:RUN|CMD|ENTRYPOINT|ENV|COPY|ADD|WORKDIR|EXPOSE|USER|LABEL)[ \t]", re.I | re.M)
 
 
 def _looks_like_dockerfile(head: bytes) -> bool:
@@ -86,7 +89,7 @@ def _looks_like_dockerfile(head: bytes) -> bool:
         stripped = line.strip()
         if not stripped or stripped.startswith(b"#"):
             continue
-        return bool(_DOCKER_FIRST.match(stripped) and _DOCKER_FROM.search(head) and _DOCKER_OTHER.search(head))
+        return bool(_DOCKER_FIRST().match(stripped) and _DOCKER_FROM().search(head) and _DOCKER_OTHER().search(head))
     return False
 
 

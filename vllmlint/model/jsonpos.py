@@ -10,6 +10,7 @@ Path = tuple
 
 @dataclass(frozen=True)
 class Member:
+    """Where one member of a JSON object is written: its key and its value."""
     key_start: int      # offset of the opening quote of the key
     value_start: int
     value_end: int      # offset just past the value
@@ -17,6 +18,7 @@ class Member:
 
 @dataclass
 class Located:
+    """A JSON value parsed with the offsets of its members and objects."""
     value: object
     members: dict[Path, Member]          # every object member, by key path
     objects: dict[Path, tuple[int, int]]  # every object's `{` and `}` offsets

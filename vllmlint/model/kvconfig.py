@@ -23,6 +23,7 @@ def truthy(value) -> bool:
 
 @dataclass
 class KVConfig:
+    """A launch's KV transfer config (`--kv-transfer-config`), as JSON and where it is written."""
     launch: Launch
     arg: Arg | None = None                 # the last whole JSON value (last one wins)
     flag_arg: Arg | None = None            # the flag token itself

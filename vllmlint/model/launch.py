@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+
+from .lazyre import lazy_re
 
 Span = tuple[int, int]
 
 
 @dataclass(eq=False)
 class SourceFile:
+    """A file read for the check: its path, how it is reported, and its text."""
     path: Path            # absolute path on disk
     display: str          # the path as reported (as given on the command line, joined with the relative path)
     text: str             # decoded text, BOM removed, line endings untouched
@@ -56,6 +59,7 @@ class Edit:
 
 @dataclass
 class Fix:
+    """The edits that fix a finding, with what they do."""
     edits: list[Edit]
     description: str
     applicability: str = "safe"   # safe | unsafe
@@ -260,6 +264,7 @@ ENGINE = "engine"          # the Python engine API: LLM(...), AsyncEngineArgs(..
 
 @dataclass
 class Launch:
+    """One vLLM (or proxy) launch: its argv and environment, with where each part is written."""
     kind: str
     file: SourceFile
     span: Span                 # where the launch is written (its first token)
@@ -365,6 +370,7 @@ def normalize_flag(flag: str) -> str:
 
 @dataclass
 class ParseError(Exception):
+    """A file that could not be parsed: the line, and why."""
     line: int
     reason: str
 
@@ -374,6 +380,7 @@ class ParseError(Exception):
 
 @dataclass
 class Finding:
+    """One finding of a rule: where, what, and its fix if it has one."""
     code: str
     name: str
     severity: str              # error | warning | info
@@ -438,7 +445,7 @@ def remove_from_run(text: str, spans: list[Span], i: int) -> Span | None:
 
 # What may stand between two argv tokens removed together (a flag and its value): list
 # separators, a YAML block-list dash, a shell line continuation.
-_BETWEEN_RE = re.compile(r"[ \t]*(?:,[ \t]*)?(?:\\?\r?\n[ \t]*(?:-[ \t]+)?)?")
+_BETWEEN_RE = lazy_re(r"[ \t]*(?:,[ \t]*)?(?:\\?\r?\n[ \t]*(?:-[ \t]+)?)?")
 
 
 def _remove_array_word(file: SourceFile, text: str, s: int, e: int, line_start: int, before: str) -> list[Edit] | None:
@@ -487,7 +494,7 @@ def remove_args(args: list[Arg]) -> list[Edit] | None:
     text = file.text
     spans = sorted(a.span for a in args)
     for (_, end), (start, _) in zip(spans, spans[1:]):
-        if not _BETWEEN_RE.fullmatch(text[end:start]):
+        if not _BETWEEN_RE().fullmatch(text[end:start]):
             return None
     s, e = spans[0][0], spans[-1][1]
     line_start = text.rfind("\n", 0, s) + 1

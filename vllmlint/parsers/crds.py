@@ -26,12 +26,13 @@ import yaml
 
 from ..model.launch import ENGINE, OTHER, Arg, EnvEntry, Launch
 from .yaml_source import YamlError, compose_all
+from ..model.lazyre import lazy_re
 
 # KubeAI's engines (api/k8s/v1/model_types.go): only VLLM is vLLM
 KUBEAI_ENGINES = {"vllm", "ollama", "fasterwhisper", "infinity"}
 # Ray Serve LLM's builders: `ray.serve.llm:build_openai_app`, `ray.serve.llm.build_llm_deployment`,
 # the internal module paths they re-export
-RAY_LLM_IMPORT_RE = re.compile(r"^ray\.(?:serve\.llm|llm\.)[\w.]*[:.]build_\w+$")
+RAY_LLM_IMPORT_RE = lazy_re(r"^ray\.(?:serve\.llm|llm\.)[\w.]*[:.]build_\w+$")
 
 
 def _get(node, key):
@@ -190,7 +191,7 @@ def serve_config(parser, doc: yaml.Node, owner: str, index: int) -> None:
         return
     for app in apps.value:
         import_path = _scalar(_get(app, "import_path")) or ""
-        if not RAY_LLM_IMPORT_RE.match(import_path.strip()):
+        if not RAY_LLM_IMPORT_RE().match(import_path.strip()):
             continue          # the user's own application: what it starts is its code's business
         args = _get(app, "args")
         configs = _get(args, "llm_configs")

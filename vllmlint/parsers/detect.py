@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ..model.launch import API_SERVER, OTHER, PROXY, RENDER, SERVE, TOKENS_ONLY, normalize_flag
+from ..model.lazyre import lazy_re
 
 # vLLM's reference routers; the multi-turn one is the subject of VL101.
 REFERENCE_PROXIES = {
@@ -25,7 +26,7 @@ VALIDATING_ROUTERS = {
     "vllmlint router": "validating",
     "python -m vllmlint.router": "validating",
 }
-VLLM_IMAGE_RE = re.compile(
+VLLM_IMAGE_RE = lazy_re(
     # vLLM's OpenAI server image and its mirrors and variants (`quay.io/x/vllm-openai`,
     # `lmcache/vllm-openai`, `vllm/vllm-openai-cpu`): last path part `vllm-openai[-variant]`
     r"^(?:[\w.\-]+(?::\d+)?/)*vllm-openai(?:-[\w]+)?(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$"
@@ -36,13 +37,14 @@ VLLM_SUBCOMMANDS = {"serve", "launch", "bench", "chat", "complete", "collect-env
 
 @dataclass(frozen=True)
 class Detected:
+    """A command recognised as a launch: its kind, and where its program and options start."""
     kind: str
     start: int          # index of the first program word (`vllm`, `python`, the proxy script)
     options_start: int  # index of the first option/positional that vLLM (or the proxy) parses
     program: str        # "vllm", "python -m vllm.entrypoints.openai.api_server", proxy name
 
 
-TEMPLATE_ACTION_RE = re.compile(r"\{\{.*?\}\}")     # `vllm/vllm-openai:{{ .Values.tag }}`
+TEMPLATE_ACTION_RE = lazy_re(r"\{\{.*?\}\}")     # `vllm/vllm-openai:{{ .Values.tag }}`
 DEFAULT_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
 
 
@@ -59,10 +61,10 @@ def is_vllm_image(image: str | None) -> bool:
     shell, so a container of theirs given no command is no launch)."""
     if not image:
         return False
-    image = strip_transport(TEMPLATE_ACTION_RE.sub("x", image.strip().strip("'\"")))
+    image = strip_transport(TEMPLATE_ACTION_RE().sub("x", image.strip().strip("'\"")))
     m = DEFAULT_RE.match(image)
     image = m.group(1) if m else image
-    return bool(VLLM_IMAGE_RE.match(image))
+    return bool(VLLM_IMAGE_RE().match(image))
 
 
 def serve_kind(options: list[str]) -> str:
@@ -121,13 +123,13 @@ def _python_module(words: list[str], i: int) -> Detected | None:
     return None
 
 
-PD_ROUTER_OPTION_RE = re.compile(r"^--(?:prefill|prefiller|decode|decoder)(?:[-_](?:hosts?|ports?|urls?|endpoints?|addr(?:ess)?))?(?:=|$)")
+PD_ROUTER_OPTION_RE = lazy_re(r"^--(?:prefill|prefiller|decode|decoder)(?:[-_](?:hosts?|ports?|urls?|endpoints?|addr(?:ess)?))?(?:=|$)")
 
 
 def _pd_router_options(words: list[str]) -> bool:
     """`python router.py --prefill http://p:8100 --decode http://d:8200`: a script given both
     a prefill and a decode address is a P/D router (whatever its name)."""
-    sides = {m.group(0).lstrip("-")[:3] for w in words if (m := PD_ROUTER_OPTION_RE.match(w))}
+    sides = {m.group(0).lstrip("-")[:3] for w in words if (m := PD_ROUTER_OPTION_RE().match(w))}
     return sides >= {"pre", "dec"}
 
 
@@ -152,7 +154,7 @@ CONTAINER_RUNNERS = ("docker", "podman", "nerdctl")
 APPTAINERS = ("apptainer", "singularity")
 
 
-RUNTIME_OPTIONS_RE = re.compile(r"^\$(?:\{\w+\[[@*]\]\}|[@*]|\{[@*]\}|\{?\w*(?i:opt|flag|arg)\w*\}?)$")
+RUNTIME_OPTIONS_RE = lazy_re(r"^\$(?:\{\w+\[[@*]\]\}|[@*]|\{[@*]\}|\{?\w*(?i:opt|flag|arg)\w*\}?)$")
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ def _runner_options(words, start, j, runner, booleans, short_bools, runs_command
         if w == "--":
             j += 1
             break
-        if RUNTIME_OPTIONS_RE.match(w):
+        if RUNTIME_OPTIONS_RE().match(w):
             j += 1                       # `"${run_opts[@]}"`, `$GPU_FLAGS`: options known at run time
             continue
         if not w.startswith("-") or w == "-":

@@ -16,10 +16,11 @@ import re
 from dataclasses import replace
 
 from ..model.launch import AppendSite, Edit, EnvEntry, ParsedFile, SourceFile
+from ..model.lazyre import lazy_re
 
-YAML_NAME_RE = re.compile(r"\.(?:ya?ml)$", re.I)
-DOCKERFILE_NAME_RE = re.compile(r"(?:^|/)(?:Dockerfile|Containerfile)[^/]*$|\.(?:docker|container)file$", re.I)
-DEF_NAME_RE = re.compile(r"\.def$", re.I)
+YAML_NAME_RE = lazy_re(r"\.(?:ya?ml)$", re.I)
+DOCKERFILE_NAME_RE = lazy_re(r"(?:^|/)(?:Dockerfile|Containerfile)[^/]*$|\.(?:docker|container)file$", re.I)
+DEF_NAME_RE = lazy_re(r"\.def$", re.I)
 APPTAINER_SECTIONS = ("%runscript", "%startscript")
 
 
@@ -34,11 +35,11 @@ def body_kind(head: str, words: list[str], targets: list[str], body: str) -> str
     if base == "tee":
         names += [w for w in words[1:] if not w.startswith("-")]
     for name in names:
-        if YAML_NAME_RE.search(name):
+        if YAML_NAME_RE().search(name):
             return "yaml"
-        if DOCKERFILE_NAME_RE.search(name):
+        if DOCKERFILE_NAME_RE().search(name):
             return "dockerfile"
-        if DEF_NAME_RE.search(name):
+        if DEF_NAME_RE().search(name):
             return "apptainer"
     if base not in ("cat", "tee") or not names:
         return None

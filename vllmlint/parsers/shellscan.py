@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from .detect import SHELLS, ContainerRun, basename, container_run, detect, is_vllm_image, serve_kind, strip_transport
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run
 from .shell_lex import ArrayAssign, SimpleCommand, Word, commands, exclusive
+from ..model.lazyre import lazy_re
 
-ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)$", re.S)
-ARRAY_REF_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}$")
+ASSIGN_RE = lazy_re(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)$", re.S)
+ARRAY_REF_RE = lazy_re(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}$")
 RUNTIME_ARGS = {"$@", "$*", "${@}", "${*}"}
-VAR_REF_RE = re.compile(r"^\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?::?-(.*))?\})$", re.S)
-WHICH_RE = re.compile(r"^\$\((?:which|command\s+-v|type\s+-p)\s+([\w./-]+)\s*\)$")
+VAR_REF_RE = lazy_re(r"^\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?::?-(.*))?\})$", re.S)
+WHICH_RE = lazy_re(r"^\$\((?:which|command\s+-v|type\s+-p)\s+([\w./-]+)\s*\)$")
 # programs whose words may hold a variable that expands to the launch's program or flags
 # (`exec $CMD`, `docker run $IMAGE $ARGS`, `vllm serve $M $EXTRA`); `echo $CMD` is no launch
 EXPANDING_HEADS = {"exec", "nohup", "setsid", "sudo", "env", "time", "timeout", "srun", "mpirun", "mpiexec",
@@ -45,7 +46,7 @@ class VarValue:
 
 def var_ref(value: str) -> tuple[str, str | None] | None:
     """`$X`, `${X}`, `${X:-default}` -> (X, default or None)."""
-    m = VAR_REF_RE.match(value)
+    m = VAR_REF_RE().match(value)
     if not m:
         return None
     return (m.group(1) or m.group(2)), m.group(3)
@@ -73,6 +74,7 @@ class Compose:
 
 @dataclass
 class ShellScan:
+    """What a shell script holds: its launches and its environment settings."""
     launches: list[Launch] = field(default_factory=list)
     env: list[EnvEntry] = field(default_factory=list)
 
@@ -83,7 +85,7 @@ PRINTERS = {"echo", "printf", "log", "info", "warn", "debug", "error", "logger",
 CONTAINER_HEADS = {"docker", "podman", "nerdctl", "apptainer", "singularity", "kubectl", "oc"}
 # programs that hand a string argument to a shell (here or on another host)
 STRING_RUNNERS = {"ssh", "tmux", "screen", "su", "runuser", "pdsh", "clush", "parallel-ssh", "pssh"}
-PYTHON_HEAD_RE = re.compile(r"^python[\d.]*$")
+PYTHON_HEAD_RE = lazy_re(r"^python[\d.]*$")
 
 
 class _Scanner:
@@ -230,7 +232,7 @@ class _Scanner:
     def _items(self, w: Word) -> int | None:
         """How many words a `for ... in` item gives."""
         v = w.value
-        m = ARRAY_REF_RE.match(v)
+        m = ARRAY_REF_RE().match(v)
         if m:
             return len(self.arrays[m.group(1)]) if m.group(1) in self.arrays else None
         brace = re.fullmatch(r"\{(-?\d+)\.\.(-?\d+)\}", v)
@@ -272,7 +274,7 @@ class _Scanner:
         """Record `NAME=value` / `NAME+=value` / `NAME="$NAME more"`: appends extend every value
         the variable may hold; a plain assignment replaces them, except values assigned in an
         exclusive arm (`if ...; X=a; else X=b; fi`), which stay alternatives."""
-        m = ASSIGN_RE.match(word.value)
+        m = ASSIGN_RE().match(word.value)
         if not m:
             return
         name, value = m.group(1), m.group(2)
@@ -307,7 +309,7 @@ class _Scanner:
         unknown, `$(which vllm)` as `vllm`. Unknown variables stay as written."""
         if "$" not in value or depth > 4:
             return value
-        which = WHICH_RE.match(value)
+        which = WHICH_RE().match(value)
         if which:
             return which.group(1)
 
@@ -353,7 +355,7 @@ class _Scanner:
         for i, w in enumerate(words):
             ref = var_ref(w.value) if w.splits else None
             alts = self._values(ref[0]) if ref else []
-            if alts and (i == 0 or head in EXPANDING_HEADS or PYTHON_HEAD_RE.match(head)):
+            if alts and (i == 0 or head in EXPANDING_HEADS or PYTHON_HEAD_RE().match(head)):
                 # only values that split into several words: `$MODEL` stays a word of its own
                 if all((a.offsets or not a.value) and "$(" not in a.value and "`" not in a.value for a in alts) and \
                         (i == 0 or any(len(a.value.split()) > 1 for a in alts)):
@@ -387,7 +389,7 @@ class _Scanner:
             self._export(cmd)
             return
         prefix = [self.entry(w, "shell VAR=value prefix", self.remove_word(cmd.assignments + words, i))
-                  for i, w in enumerate(cmd.assignments) if ASSIGN_RE.match(w.value)]
+                  for i, w in enumerate(cmd.assignments) if ASSIGN_RE().match(w.value)]
         self.out.env.extend(prefix)
         env_now = self.inherited + self.exported + prefix
         if head == "eval" and self.depth < 4:
@@ -445,7 +447,7 @@ class _Scanner:
         for i in range(start):
             if values[i] == "env":
                 for j in range(i + 1, start):
-                    if ASSIGN_RE.match(values[j]) and expanded[j] in words:
+                    if ASSIGN_RE().match(values[j]) and expanded[j] in words:
                         k = words.index(expanded[j])
                         entry = self.entry(expanded[j], "shell env VAR=value", self.remove_word(words, k))
                         prefix.append(entry)
@@ -600,9 +602,9 @@ class _Scanner:
         """`docker run -e NAME=value` / `--env NAME=value` / `--env=NAME=value`."""
         found = []
         for i, w in enumerate(words):
-            if w.value in ("-e", "--env") and i + 1 < len(words) and ASSIGN_RE.match(words[i + 1].value):
+            if w.value in ("-e", "--env") and i + 1 < len(words) and ASSIGN_RE().match(words[i + 1].value):
                 pair_words, setting = words[i:i + 2], words[i + 1]
-            elif w.value.startswith("--env=") and ASSIGN_RE.match(w.value[6:]):
+            elif w.value.startswith("--env=") and ASSIGN_RE().match(w.value[6:]):
                 pair_words, setting = [w], w
             else:
                 continue
@@ -622,14 +624,14 @@ class _Scanner:
         if self.in_eval:
             return "the command is built as a string and run with eval"
         for w in option_words:
-            if (w.value in RUNTIME_ARGS and w.dynamic) or (w.splits and ARRAY_REF_RE.match(w.value)):   # not '$@'
+            if (w.value in RUNTIME_ARGS and w.dynamic) or (w.splits and ARRAY_REF_RE().match(w.value)):   # not '$@'
                 return f"its arguments arrive at run time ({w.value})"
         return None
 
     def _expand_arrays(self, words: list[Word]) -> list[Word]:
         out: list[Word] = []
         for w in words:
-            m = ARRAY_REF_RE.match(w.value)
+            m = ARRAY_REF_RE().match(w.value)
             if m and m.group(1) in self.arrays:
                 out.extend(self.arrays[m.group(1)])
             else:
@@ -642,7 +644,7 @@ class _Scanner:
         for i, w in enumerate(words):
             if i == 0 or w.value.startswith("-"):
                 continue
-            if ASSIGN_RE.match(w.value):
+            if ASSIGN_RE().match(w.value):
                 removal = self.remove_command(words) if len(names) == 1 else self.remove_word(words, i)
                 entry = self.entry(w, "shell export", removal)
             elif w.value in self.assigned and re.match(r"^[A-Za-z_]\w*$", w.value):

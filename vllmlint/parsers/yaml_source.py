@@ -34,7 +34,7 @@ from __future__ import annotations
 import operator
 import re
 from bisect import bisect_right
-from typing import Iterator
+from collections.abc import Iterator
 
 import yaml
 from yaml.events import (
@@ -50,6 +50,7 @@ from yaml.events import (
     StreamStartEvent,
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ..model.lazyre import lazy_re
 
 __all__ = [
     "MAX_DEPTH",
@@ -68,8 +69,8 @@ MAX_DEPTH = 999   # libyaml as bundled by PyYAML 6.0.4 stops at 1000 levels: one
 
 # YAML 1.1 line breaks (what both libyaml and PyYAML count as line breaks).
 _BREAK_CHARS = "\r\n\x85\u2028\u2029"
-_BREAK_RE = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
-_A_BREAK_RE = re.compile("[\r\n\x85\u2028\u2029]")
+_BREAK_RE = lazy_re("\r\n|[\r\n\x85\u2028\u2029]")
+_A_BREAK_RE = re.compile("[\r\n\x85\u2028\u2029]")      # (tiny: compiled at once)
 _BLANK = " \t"
 
 
@@ -94,7 +95,7 @@ class YamlError(ValueError):
 
 # How far past the first `}}` the Go-aware scan may look for the real end of an action.
 _MAX_LOOKAHEAD = 4096
-_COMMENT_END_RE = re.compile(r"\*/[ \t\r\n]*(?:-[ \t\r\n]*)?\}\}")
+_COMMENT_END_RE = lazy_re(r"\*/[ \t\r\n]*(?:-[ \t\r\n]*)?\}\}")
 
 
 class _Finder:
@@ -135,7 +136,7 @@ def _comment_end(text: str, i: int, find_comment_end: _Finder) -> int:
     c = find_comment_end(k + 2)
     if c < 0:
         return -1
-    m = _COMMENT_END_RE.match(text, c)
+    m = _COMMENT_END_RE().match(text, c)
     return m.end() if m else -1
 
 
@@ -174,7 +175,7 @@ def _scan_action(text: str, i: int, limit: int) -> int:
             # A Go string whose quotes are escaped for an enclosing YAML double-quoted scalar:
             # "{{ .Values.x | default \\"a\\" }}"
             e = text.find("\\" + text[j + 1], j + 2, limit)
-            if e < 0 or _BREAK_RE.search(text, j, e):
+            if e < 0 or _BREAK_RE().search(text, j, e):
                 return -1
             j = e + 1
         j += 1
@@ -199,13 +200,13 @@ def _action_end(text: str, i: int, finders: tuple[_Finder, _Finder, _Finder]) ->
     return aware if aware >= 0 else plain_end
 
 
-_HEADER_RE = re.compile(r"(?:^|(?<=[ \t]))[|>](?:[1-9][+-]?|[+-][1-9]?)?[ \t]*(?:#.*)?$")
-_SEQ_INDICATORS_RE = re.compile(r"[ \t]*(?:[-?][ \t]+)*[-?]")
+_HEADER_RE = lazy_re(r"(?:^|(?<=[ \t]))[|>](?:[1-9][+-]?|[+-][1-9]?)?[ \t]*(?:#.*)?$")
+_SEQ_INDICATORS_RE = lazy_re(r"[ \t]*(?:[-?][ \t]+)*[-?]")
 
 
 def _is_block_header(line: str) -> bool:
     """Heuristic: does ``line`` end with a block scalar header (``key: |``, ``- >-``, ...)?"""
-    m = _HEADER_RE.search(line)
+    m = _HEADER_RE().search(line)
     if not m:
         return False
     words = line[: m.start()].split()
@@ -214,7 +215,7 @@ def _is_block_header(line: str) -> bool:
     if not words:
         return True
     pre = " ".join(words)
-    return pre.endswith(":") or _SEQ_INDICATORS_RE.fullmatch(pre) is not None
+    return pre.endswith(":") or _SEQ_INDICATORS_RE().fullmatch(pre) is not None
 
 
 def mask_templates(text: str) -> tuple[str, list[tuple[int, int]]]:
@@ -240,7 +241,7 @@ def mask_templates(text: str) -> tuple[str, list[tuple[int, int]]]:
     if "{{" not in text:
         return text, []
     spans: list[tuple[int, int]] = []
-    finders = (_Finder(text, "}}"), _Finder(text, "*/"), _Finder(text, _BREAK_RE))
+    finders = (_Finder(text, "}}"), _Finder(text, "*/"), _Finder(text, _BREAK_RE()))
     i = text.find("{{")
     while i >= 0:
         e = _action_end(text, i, finders)
@@ -250,7 +251,7 @@ def mask_templates(text: str) -> tuple[str, list[tuple[int, int]]]:
     # Line table: starts, and content ends (excluding the break).
     starts = [0]
     ends = []
-    for m in _BREAK_RE.finditer(text):
+    for m in _BREAK_RE().finditer(text):
         ends.append(m.start())
         starts.append(m.end())
     ends.append(len(text))
@@ -362,7 +363,7 @@ def mask_templates(text: str) -> tuple[str, list[tuple[int, int]]]:
 
 def _line_at(text: str, index: int) -> int:
     index = max(0, min(index, len(text)))
-    return len(_BREAK_RE.findall(text, 0, index)) + 1
+    return len(_BREAK_RE().findall(text, 0, index)) + 1
 
 
 def _mark_str(mark) -> str:
@@ -964,7 +965,7 @@ def _greedy(text: str, p: int, end: int, value: str, style: str):
     return tuple(offs)
 
 
-_FIRST_CONTENT_RE = re.compile("^( *)[^ \r\n\x85\u2028\u2029]", re.M)
+_FIRST_CONTENT_RE = lazy_re("^( *)[^ \r\n\x85\u2028\u2029]", re.M)
 
 
 def _align_exact(text: str, p: int, e: int, value: str, style: str):
@@ -981,7 +982,7 @@ def _align_exact(text: str, p: int, e: int, value: str, style: str):
                 return res
         # Explicit indentation indicator (parent indentation + increment), or auto-detection that
         # disagreed with the parser: try the plausible indentations.
-        m = _FIRST_CONTENT_RE.search(text, body, e)
+        m = _FIRST_CONTENT_RE().search(text, body, e)
         top = len(m.group(1)) if m else min(e - body, 200)
         for k in range(max(inc, 1), top + 1):
             res = _accept(_decode_block(text, body, e, literal, chomp, k), value)

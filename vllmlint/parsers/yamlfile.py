@@ -20,6 +20,7 @@ from ..model.launch import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, Parse
 from .yaml_edit import append_site, remove_item
 from .yaml_edit import content_end as yaml_edit_end
 from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
+from ..model.lazyre import lazy_re
 
 
 def scan_shell(*args, **kwargs):
@@ -52,21 +53,21 @@ def _task_image(node: yaml.MappingNode) -> str | None:
 NO_CONTAINERS_BELOW = frozenset({"env", "envFrom", "volumeMounts", "volumes", "ports", "resources", "tolerations",
                                  "affinity", "nodeSelector", "livenessProbe", "readinessProbe", "startupProbe",
                                  "securityContext", "data", "stringData", "status"})
-ARGS_KEY_RE = re.compile(r"(?i)(?:^|_|[a-z])(?:args|cmd_template)$")
-LAUNCH_HINT_RE = re.compile(r"vllm\s+(?:serve|launch)\b|vllm\.entrypoints|disagg_proxy|toy_proxy_server")
+ARGS_KEY_RE = lazy_re(r"(?i)(?:^|_|[a-z])(?:args|cmd_template)$")
+LAUNCH_HINT_RE = lazy_re(r"vllm\s+(?:serve|launch)\b|vllm\.entrypoints|disagg_proxy|toy_proxy_server")
 # a loose script that may start vLLM without saying `vllm serve`: a container runner, eval
-SCRIPT_HINT_RE = re.compile(r"\b(?:docker|podman|nerdctl)\s+(?:container\s+)?run\b|\b(?:apptainer|singularity)\s+"
-                            r"(?:exec|run|instance)\b|\beval\b")
+SCRIPT_HINT_RE = lazy_re(r"\b(?:docker|podman|nerdctl)\s+(?:container\s+)?run\b|\b(?:apptainer|singularity)\s+"
+                         r"(?:exec|run|instance)\b|\beval\b")
 
 
-JINJA_NAME_RE = re.compile(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", re.I)
-_JINJA_STATEMENT_RE = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.S)
+JINJA_NAME_RE = lazy_re(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", re.I)
+_JINJA_STATEMENT_RE = lazy_re(r"\{%.*?%\}|\{#.*?#\}", re.S)
 
 
 def _mask_jinja_statements(text: str) -> tuple[str, list[tuple[int, int]]]:
     """Jinja `{% ... %}` statements and `{# ... #}` comments become blanks (line breaks kept):
     a Jinja template of YAML or JSON then parses as the document it renders (every branch kept)."""
-    spans = [(m.start(), m.end()) for m in _JINJA_STATEMENT_RE.finditer(text)]
+    spans = [(m.start(), m.end()) for m in _JINJA_STATEMENT_RE().finditer(text)]
     out = list(text)
     for a, b in spans:
         for i in range(a, b):
@@ -119,7 +120,7 @@ class YamlParser:
     def parse(self) -> ParsedFile:
         text = self.text
         jinja: list[tuple[int, int]] = []
-        if JINJA_NAME_RE.search(self.source.path.name):
+        if JINJA_NAME_RE().search(self.source.path.name):
             text, jinja = _mask_jinja_statements(text)
         masked, self.templated = mask_templates(text)
         self.templated = sorted(self.templated + jinja)
@@ -494,7 +495,7 @@ class YamlParser:
                     self._container(node, owner, index, parent_key)
                 stack.extend((v, scalar(k)) for k, v in reversed(node.value) if scalar(k) not in NO_CONTAINERS_BELOW)
                 for k, v in node.value:
-                    if isinstance(v, yaml.SequenceNode) and ARGS_KEY_RE.search(scalar(k) or "") \
+                    if isinstance(v, yaml.SequenceNode) and ARGS_KEY_RE().search(scalar(k) or "") \
                             and id(v) not in self.consumed:
                         self._args_list(scalar(k), v, owner, index, node)
             elif isinstance(node, yaml.SequenceNode):
@@ -509,7 +510,7 @@ class YamlParser:
         start vLLM. `env:` maps around a step (workflow, job, step) give the script its variables
         (`docker run $VLLM_IMAGE`)."""
         span = (doc.start_mark.index, doc.end_mark.index)
-        if not (LAUNCH_HINT_RE.search(self.masked, *span) or SCRIPT_HINT_RE.search(self.masked, *span)):
+        if not (LAUNCH_HINT_RE().search(self.masked, *span) or SCRIPT_HINT_RE().search(self.masked, *span)):
             return          # the cheap test first: most documents have no loose script
         stack: list[tuple[yaml.Node, dict[str, str], str | None]] = [(doc, {}, None)]
         seen: set[int] = set()
@@ -531,7 +532,7 @@ class YamlParser:
             elif isinstance(node, yaml.SequenceNode):
                 stack.extend((v, variables, image) for v in reversed(node.value))
             elif (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
-                  and (LAUNCH_HINT_RE.search(node.value) or SCRIPT_HINT_RE.search(node.value))):
+                  and (LAUNCH_HINT_RE().search(node.value) or SCRIPT_HINT_RE().search(node.value))):
                 self._loose_script(node, owner, variables, image)
 
     def _loose_script(self, node: yaml.ScalarNode, owner: str, variables: dict[str, str],

@@ -4,7 +4,9 @@ The data files next to this module are generated from the released wheels by
 `vllmlint catalogue add --builtin` (or its wrapper `scripts/extract_catalogue.py`: one
 `vllm-X.json` per release, plus `index.json`: the releases each name was present in, and the
 flags renamed between two releases). Nothing is loaded at import time; each file is read once
-per process, when a rule first asks.
+per process, when a rule first asks. The module lists (a release's `modules` and `exports`, the
+index's `modules` and `moved_modules`: only Python module checks read them, and they are about
+40% of the bytes) live in `modules/`, same names, read on first use: a one-file check skips them.
 
 Releases a user added (`vllmlint catalogue add`: a nightly, a fork, a plugin install) live in
 a folder of their own (`added.py`); `use(cat)` makes one the target's catalogue for this
@@ -25,6 +27,10 @@ from pathlib import Path
 from ..versions import fmt, parse_version
 
 DATA = Path(__file__).resolve().parent
+MODULES_DIR = "modules"
+MODULE_DATA = DATA / MODULES_DIR
+RELEASE_MODULE_KEYS = ("modules", "exports")          # a release's sections kept in MODULE_DATA
+INDEX_MODULE_KEYS = ("modules", "moved_modules")      # the index's
 Version = tuple  # (major, minor, patch)
 HELP_FLAGS = {"--help": 0, "-h": 0}     # argparse adds them to every parser
 
@@ -33,9 +39,31 @@ def vkey(text: str) -> tuple[int, int, int]:
     return parse_version(text)
 
 
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _read_modules(name: str) -> dict:
+    """The module sections kept in MODULE_DATA/`name` ({} for a release that records none)."""
+    path = MODULE_DATA / name
+    return _read(path) if path.is_file() else {}
+
+
 @lru_cache(maxsize=1)
 def index() -> dict:
-    return json.loads((DATA / "index.json").read_text(encoding="utf-8"))
+    """index.json and its module history: what every built-in release had."""
+    return {**_index_main(), **_read_modules("index.json")}
+
+
+@lru_cache(maxsize=1)
+def _index_main() -> dict:
+    """index.json without the module history."""
+    return _read(DATA / "index.json")
+
+
+def index_section(key: str) -> dict:
+    """index()[key], reading the module history only when that is what is asked for."""
+    return index()[key] if key in INDEX_MODULE_KEYS else _index_main()[key]
 
 
 def versions() -> list[str]:
@@ -89,8 +117,7 @@ def for_target(target: Version) -> "Catalogue | None":
 
 @lru_cache(maxsize=None)
 def load(version: str) -> "Catalogue":
-    data = json.loads((DATA / f"vllm-{version}.json").read_text(encoding="utf-8"))
-    return Catalogue(data)
+    return Catalogue(_read(DATA / f"vllm-{version}.json"), modules_file=f"vllm-{version}.json")
 
 
 def normalize(token: str) -> str:
@@ -112,8 +139,9 @@ class Match:
 
 
 class Catalogue:
-    def __init__(self, data: dict):
-        self.data = data
+    def __init__(self, data: dict, modules_file: str | None = None):
+        self._data = data
+        self._modules_file = modules_file     # a built-in release: its module lists, in MODULE_DATA
         self.version: str = data["version"]
         self.name: str = data.get("added", {}).get("name") or self.version   # an added one's own name
         self.flags: dict = data["flags"]
@@ -131,6 +159,19 @@ class Catalogue:
 
     def __repr__(self) -> str:
         return f"<Catalogue vLLM {self.version}>"
+
+    @property
+    def data(self) -> dict:
+        """Everything catalogued for the release (a built-in one's module lists read on first use)."""
+        if self._modules_file is not None:
+            self._data.update(_read_modules(self._modules_file))
+            self._modules_file = None
+        return self._data
+
+    @property
+    def kv(self) -> dict:
+        """What the release's KV connectors read (`connectors`, `nixl_extra_keys`, ...)."""
+        return self._data.get("kv", {})
 
     @property
     def vtuple(self) -> tuple[int, int, int]:
@@ -222,27 +263,27 @@ class Catalogue:
 
     @property
     def deprecated_modules(self) -> dict:
-        return self.data.get("deprecated_modules", {})
+        return self._data.get("deprecated_modules", {})
 
     @property
     def nixl_extra_keys(self) -> dict:
-        return self.data.get("kv", {}).get("nixl_extra_keys", {})
+        return self.kv.get("nixl_extra_keys", {})
 
     @property
     def nixl_extra_defaults(self) -> dict:
         """key -> the source text of the default NixlConnector passes to get_from_extra_config."""
-        return self.data.get("kv", {}).get("nixl_extra_defaults", {})
+        return self.kv.get("nixl_extra_defaults", {})
 
     @property
     def other_extra_keys(self) -> dict:
         """kv_connector_extra_config key -> the other registered connectors that read it."""
-        return self.data.get("kv", {}).get("other_extra_keys", {})
+        return self.kv.get("other_extra_keys", {})
 
     @property
     def bidirectional_unsupported(self) -> list:
         """The `raise NotImplementedError` sites tied to bidirectional_kv_xfer:
         `{"at": "file:line", "when": "pcp" | "push", "test": ..., "text": ...}`."""
-        return self.data.get("kv", {}).get("bidirectional_unsupported", [])
+        return self.kv.get("bidirectional_unsupported", [])
 
     @property
     def has_modules(self) -> bool:
@@ -269,6 +310,7 @@ class Catalogue:
 # ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Removal:
+    """A name the catalogued releases dropped: the last release that had it, the first without it."""
     name: str
     last: str                 # the last catalogued release that had it
     removed_in: str           # the first catalogued release after `last` without it
@@ -276,8 +318,9 @@ class Removal:
 
 
 class History:
-    def __init__(self, data: dict, vtuples: dict | None = None):
+    def __init__(self, data: dict, vtuples: dict | None = None, modules_file: str | None = None):
         self.data = data
+        self._modules_file = modules_file     # the built-in index: its module history, in MODULE_DATA
         self.versions = data["versions"]
         self._pos = {v: i for i, v in enumerate(self.versions)}
         self._vt = dict(vtuples or {})       # release name -> number, for added releases
@@ -315,7 +358,7 @@ class History:
         return None
 
     def ever(self, kind: str, name: str) -> bool:
-        return name in self.data[kind]
+        return name in (self._module_section(kind) if kind in INDEX_MODULE_KEYS else self.data[kind])
 
     def flag_removed(self, flag: str, target: Version) -> Removal | None:
         return self._removal(self.data["flags"], flag, target)
@@ -338,15 +381,22 @@ class History:
     def nixl_key_added_after(self, key: str, target: Version) -> str | None:
         return self._added(self.data["nixl_extra_keys"], key, target)
 
+    def _module_section(self, key: str) -> dict:
+        """`modules` or `moved_modules`, read on first use for the built-in index."""
+        if self._modules_file is not None:
+            self.data = {**self.data, **_read_modules(self._modules_file)}
+            self._modules_file = None
+        return self.data.get(key, {})
+
     def module_gone(self, dotted: str, target: Version) -> Removal | None:
         """A `vllm.*` module an earlier catalogued release had and `target` does not."""
-        return self._removal(self.data.get("modules", {}), dotted, target)
+        return self._removal(self._module_section("modules"), dotted, target)
 
     def module_moved(self, dotted: str, target: Version) -> tuple[str, str, list] | None:
         """(new module, release of the last move, [(module, release), ...] every move) following
         moves up to `target`."""
         seen, cur, when, hops = set(), dotted, None, []
-        moved = self.data.get("moved_modules", {})
+        moved = self._module_section("moved_modules")
         while cur in moved and cur not in seen and vkey(moved[cur]["in"]) <= tuple(target):
             seen.add(cur)
             when = moved[cur]["in"]
@@ -367,7 +417,7 @@ class History:
 
 @lru_cache(maxsize=1)
 def _builtin_history() -> History:
-    return History(index())
+    return History(_index_main(), modules_file="index.json")
 
 
 def history() -> History:
@@ -443,12 +493,12 @@ def named(value: str, added_dir: Path | None = None) -> "Catalogue":
 def resolve(value: str, added_dir: Path | None = None) -> tuple[tuple[int, int, int], "Catalogue | None"]:
     """(release number, the added catalogue or None) for a --target-version/--to/--from value."""
     cat = named(value, added_dir)
-    return cat.vtuple, (cat if "added" in cat.data else None)
+    return cat.vtuple, (cat if "added" in cat._data else None)
 
 
 def version_text(target: Version) -> str:
     return fmt(tuple(target))
 
 
-__all__ = ["Catalogue", "History", "Match", "Removal", "active", "for_target", "history", "index", "load",
-           "named", "normalize", "release_for", "resolve", "use", "versions", "version_text"]
+__all__ = ["Catalogue", "History", "Match", "Removal", "active", "for_target", "history", "index", "index_section",
+           "load", "named", "normalize", "release_for", "resolve", "use", "versions", "version_text"]

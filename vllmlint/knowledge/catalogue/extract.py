@@ -38,6 +38,12 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# the built-in layout's module lists, apart: as catalogue/__init__.py reads them (this file is also
+# loaded on its own, without its package: tests/test_catalogue.py checks the two agree)
+MODULES_DIR = "modules"
+RELEASE_MODULE_KEYS = ("modules", "exports")
+INDEX_MODULE_KEYS = ("modules", "moved_modules")
+
 GENERATOR = "scripts/extract_catalogue.py"
 SCHEMA = 1
 MAX_DEFAULT = 48          # characters of a default's source kept
@@ -1830,6 +1836,9 @@ def build_index(folder: Path) -> dict:
     cats = {}
     for path in folder.glob("vllm-*.json"):
         cat = json.loads(path.read_text(encoding="utf-8"))
+        side = folder / MODULES_DIR / path.name
+        if side.is_file():
+            cat.update(json.loads(side.read_text(encoding="utf-8")))
         cats[cat["version"]] = cat
     return index_of(cats, sorted(cats, key=_vkey))
 
@@ -1939,19 +1948,32 @@ def extract(path: Path, version: str | None = None) -> dict:
 
 
 def write_release(path: Path, out: Path, version: str | None = None) -> tuple[Path, dict]:
-    """Extract the release at `path` into `out/vllm-X.json` (the built-in catalogue's layout)."""
+    """Extract the release at `path` into `out/vllm-X.json` (the built-in catalogue's layout:
+    its module lists in `out/modules/vllm-X.json`)."""
     cat = extract(path, version)
     out.mkdir(parents=True, exist_ok=True)
-    dest = out / f"vllm-{cat['version']}.json"
-    dest.write_text(dumps(cat), encoding="utf-8")
-    return dest, cat
+    return write_split(out, f"vllm-{cat['version']}.json", cat, RELEASE_MODULE_KEYS, dumps), cat
 
 
 def write_index(out: Path) -> tuple[Path, dict]:
-    """Rewrite `out/index.json` from the `vllm-X.json` next to it."""
+    """Rewrite `out/index.json` (and `out/modules/index.json`) from the `vllm-X.json` next to it."""
     index = build_index(out)
-    (out / "index.json").write_text(dumps_index(index), encoding="utf-8")
-    return out / "index.json", index
+    return write_split(out, "index.json", index, INDEX_MODULE_KEYS, dumps_index), index
+
+
+def write_split(out: Path, name: str, data: dict, module_keys: tuple[str, ...], dump) -> Path:
+    """Write `data` to `out/name`, its sections `module_keys` apart in `out/modules/name`: only
+    Python module checks read them, so a one-file check of a manifest never parses them."""
+    main = {k: v for k, v in data.items() if k not in module_keys}
+    modules = {k: data[k] for k in module_keys if k in data}
+    (out / name).write_text(dump(main), encoding="utf-8")
+    side = out / MODULES_DIR / name
+    if modules:
+        side.parent.mkdir(exist_ok=True)
+        side.write_text(dump(modules), encoding="utf-8")
+    elif side.exists():
+        side.unlink()               # an earlier extraction's lists; this one records none
+    return out / name
 
 
 def summary(cat: dict) -> str:
