@@ -9,7 +9,11 @@ import re
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True)
+# Word and Operator are built once per token, so they are slotted dataclasses: a frozen
+# dataclass's __init__ sets each field through object.__setattr__ (3x slower to build) and
+# its instances carry a dict. They are never changed after lexing; unsafe_hash keeps them
+# hashable by value as frozen ones were.
+@dataclass(slots=True, unsafe_hash=True)
 class Word:
     """One shell word.
 
@@ -34,7 +38,7 @@ class Word:
     splits: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Operator:
     """Control operator or separator: one of  ; & && || | |& ;; ( ) { } and '\\n' (newline)."""
 
@@ -140,13 +144,19 @@ def lex_checked(text: str) -> tuple[int | None, list | None]:
     newline, the tokens before the marker are the text's own (the lexer reads left to right and
     its look-aheads never match the marker), so the caller need not lex again."""
     end = len(text)
-    tokens = _Lexer(text + _END_MARK).run()
-    bad = next((t.start for t in tokens
-                if not isinstance(t, Redirect) and t.start < end and t.end > end + 2), None)
-    reusable = bad is None and text.endswith("\n") and not text.endswith("\\\n") and not any(
-        t.start < end < t.end or (isinstance(t, Redirect) and t.heredoc is not None and t.start < end
-                                  and _heredoc_reaches(t, end)) for t in tokens)
-    return bad, ([t for t in tokens if t.end <= end] if reusable else None)
+    lexer = _Lexer(text + _END_MARK)
+    tokens = lexer.run()
+    # Tokens come in order and never overlap, so those starting before `end` are a prefix and
+    # only the last of them can straddle it; the few after it are the marker's.
+    k = len(tokens)
+    while k and tokens[k - 1].start >= end:
+        k -= 1
+    last = tokens[k - 1] if k else None
+    bad = last.start if last is not None and not isinstance(last, Redirect) and last.end > end + 2 else None
+    reusable = bad is None and text.endswith("\n") and not text.endswith("\\\n") and not (
+        last is not None and last.end > end) and not any(
+        t.start < end and _heredoc_reaches(t, end) for t in lexer.heredocs)
+    return bad, (tokens[:k] if reusable else None)
 
 
 def _heredoc_reaches(redirect: Redirect, end: int) -> bool:
@@ -169,6 +179,11 @@ _CONTINUATIONS_RE = re.compile(r"(?:\\\r?\n)+")
 _PLAIN_RE = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`]+")
 # After a plain run these chars surely end the word (`(` may continue an extglob).
 _PLAIN_WORD_END = frozenset(" \t\r\n;&|)<>")
+# Blanks, then (group 1) such a plain word when one follows: the lexer's main fast path.
+_GAP_PLAIN_WORD_RE = re.compile(r"(?:[ \t\r]|\\\r?\n)*([^ \t\r\n;&|()<>'\"\\$`]++(?=[ \t\r\n;&|)<>]|\Z))?")
+# First characters of a plain word that may still be something else: a comment (`#`), or an
+# fd glued to a redirection (`2>f`, `{fd}>f`) when `<` or `>` follows.
+_PLAIN_SLOW_START = frozenset("#{0123456789")
 _DQ_PLAIN_RE = re.compile(r'[^"\\$`]+')
 _BRACE_PLAIN_RE = re.compile(r"[^\\{}'\"$`]+")
 _BACKTICK_PLAIN_RE = re.compile(r"[^\\`]+")
@@ -480,6 +495,7 @@ class _Lexer(_Scanner):
         self.tokens: list[Word | Operator | ArrayAssign] = []
         self.pending: list[tuple[str, bool]] = []  # heredocs whose bodies come next line
         self.pending_docs: list[Heredoc] = []
+        self.heredocs: list[Redirect] = []  # every heredoc's redirection, for lex_checked
         self.in_dbracket = False
         self.probe_arith = True
 
@@ -492,12 +508,32 @@ class _Lexer(_Scanner):
 
     def _run(self) -> None:
         src, n = self.src, self.n
+        tokens = self.tokens
+        gap_then_word = _GAP_PLAIN_WORD_RE.match
         i = 0
         while i < n:
-            m = _BLANKS_RE.match(src, i)
-            if m:
-                i = m.end()
+            m = gap_then_word(src, i)
+            i = m.end()
+            raw = m.group(1)
+            if raw is not None and not (raw[0] in _PLAIN_SLOW_START and (
+                    raw[0] == "#" or (i < n and src[i] in "<>"))):
+                # Fast path, the common case: a word of ordinary characters, read in one
+                # regex match with the blanks before it (what _plain_word/_read_word give).
+                start = m.start(1)
+                if self.in_dbracket:
+                    if raw == "]]":
+                        self.in_dbracket = False
+                elif raw == "{" or raw == "}":
+                    tokens.append(Operator(raw, start, i))
+                    continue
+                elif raw == "[[" and self._in_command_position():
+                    self.in_dbracket = True
+                tokens.append(Word(raw, start, i, tuple(range(start, i))))
                 continue
+            if raw is not None:  # a comment or an fd redirection: the general path
+                i = m.start(1)
+            if i >= n:
+                break
             c = src[i]
             if c == "\n":
                 self.tokens.append(Operator("\n", i, i + 1))
@@ -564,7 +600,9 @@ class _Lexer(_Scanner):
                 self.pending.append((delim, op == "<<-"))
                 doc = Heredoc(delim, op == "<<-", any(ch in "'\"\\" for ch in src[dstart:k]), i)
                 self.pending_docs.append(doc)
-                self.tokens.append(Redirect(op, i, k, None, doc))
+                redirect = Redirect(op, i, k, None, doc)
+                self.tokens.append(redirect)
+                self.heredocs.append(redirect)
             return k
         target = None
         if k < n and (src[k] not in _WORD_STOP or src.startswith(("<(", ">("), k)):
