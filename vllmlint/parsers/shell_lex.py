@@ -179,11 +179,18 @@ _CONTINUATIONS_RE = re.compile(r"(?:\\\r?\n)+")
 _PLAIN_RE = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`]+")
 # After a plain run these chars surely end the word (`(` may continue an extglob).
 _PLAIN_WORD_END = frozenset(" \t\r\n;&|)<>")
-# Blanks, then (group 1) such a plain word when one follows: the lexer's main fast path.
-_GAP_PLAIN_WORD_RE = re.compile(r"(?:[ \t\r]|\\\r?\n)*([^ \t\r\n;&|()<>'\"\\$`]++(?=[ \t\r\n;&|)<>]|\Z))?")
-# First characters of a plain word that may still be something else: a comment (`#`), or an
-# fd glued to a redirection (`2>f`, `{fd}>f`) when `<` or `>` follows.
-_PLAIN_SLOW_START = frozenset("#{0123456789")
+# The lexer's main fast path: blanks and a comment (a `#` where a token would start), then
+# (1) a plain word followed by a char that surely ends it, or (2) a newline, or (3) an
+# operator other than `(` (which may open `((`) and `&` of `&>`, `&>>` (a redirection).
+_NEXT_TOKEN_RE = re.compile(r"""
+    (?:[ \t\r]|\\\r?\n)*+ (?:\#[^\n]*+)?
+    (?: ([^ \t\r\n;&|()<>'"\\$`]++)(?=[ \t\r\n;&|)<>]|\Z)
+      | (\n)
+      | (;;&|;;|;&|;|&&|&(?!>)|\|\||\|&|\||\))
+    )?""", re.X)
+# First chars of a plain word that is an fd glued to a redirection (`2>f`, `{fd}>f`) when
+# `<` or `>` follows.
+_FD_START = frozenset("{0123456789")
 _DQ_PLAIN_RE = re.compile(r'[^"\\$`]+')
 _BRACE_PLAIN_RE = re.compile(r"[^\\{}'\"$`]+")
 _BACKTICK_PLAIN_RE = re.compile(r"[^\\`]+")
@@ -509,42 +516,48 @@ class _Lexer(_Scanner):
     def _run(self) -> None:
         src, n = self.src, self.n
         tokens = self.tokens
-        gap_then_word = _GAP_PLAIN_WORD_RE.match
+        next_token = _NEXT_TOKEN_RE.match
         i = 0
         while i < n:
-            m = gap_then_word(src, i)
+            # Fast paths, the common cases: blanks and a comment, then a plain word, a newline
+            # or an operator other than `(`, all in one regex match.
+            m = next_token(src, i)
             i = m.end()
-            raw = m.group(1)
-            if raw is not None and not (raw[0] in _PLAIN_SLOW_START and (
-                    raw[0] == "#" or (i < n and src[i] in "<>"))):
-                # Fast path, the common case: a word of ordinary characters, read in one
-                # regex match with the blanks before it (what _plain_word/_read_word give).
+            kind = m.lastindex
+            if kind == 1:
                 start = m.start(1)
-                if self.in_dbracket:
-                    if raw == "]]":
-                        self.in_dbracket = False
-                elif raw == "{" or raw == "}":
-                    tokens.append(Operator(raw, start, i))
+                raw = m.group(1)
+                if raw[0] in _FD_START and i < n and src[i] in "<>":
+                    i = start  # `2>f`, `{fd}>f`: a redirection
+                else:
+                    if self.in_dbracket:
+                        if raw == "]]":
+                            self.in_dbracket = False
+                    elif raw == "{" or raw == "}":
+                        tokens.append(Operator(raw, start, i))
+                        continue
+                    elif raw == "[[" and self._in_command_position():
+                        self.in_dbracket = True
+                    tokens.append(Word(raw, start, i, tuple(range(start, i))))
                     continue
-                elif raw == "[[" and self._in_command_position():
-                    self.in_dbracket = True
-                tokens.append(Word(raw, start, i, tuple(range(start, i))))
+            elif kind == 2:
+                tokens.append(Operator("\n", i - 1, i))
+                self.in_dbracket = False
+                if self.pending:
+                    i = self._bodies(i)
                 continue
-            if raw is not None:  # a comment or an fd redirection: the general path
-                i = m.start(1)
+            elif kind == 3:
+                op = m.group(3)
+                if op[0] == ";" or not self.in_dbracket:
+                    # `;;&` and `;&` also end a case item
+                    tokens.append(Operator(";;" if op[0] == ";" and len(op) > 1 else op, m.start(3), i))
+                    self.in_dbracket = False  # `;` (or anything else) ends an unterminated `[[`
+                    continue
+                i = m.start(3)
             if i >= n:
                 break
             c = src[i]
-            if c == "\n":
-                self.tokens.append(Operator("\n", i, i + 1))
-                self.in_dbracket = False
-                i += 1
-                if self.pending:
-                    i = self._bodies(i)
-            elif c == "#":
-                j = src.find("\n", i)
-                i = n if j < 0 else j
-            elif self.in_dbracket and c != ";":
+            if self.in_dbracket and c != ";":
                 i = self._dbracket_token(i)
             elif c in _REDIR_START and (j := self._redirection(i)) is not None:
                 i = j
@@ -888,6 +901,10 @@ _SKIP_RESERVED = frozenset(
 )
 
 
+# Modes in which words are a header's, not a command's (see _CommandSplitter._skipped).
+_HEADER_MODES = frozenset({"for_head", "case_head", "case_pattern", "func_name"})
+
+
 class _CommandSplitter:
     def __init__(self, src: str, tokens: list[Word | Operator | ArrayAssign]) -> None:
         self.src = src
@@ -919,9 +936,29 @@ class _CommandSplitter:
 
     def run(self) -> list[SimpleCommand]:
         toks = self.tokens
+        src = self.src
         i = 0
         while i < len(toks):
             tok = toks[i]
+            kind = type(tok)
+            # Fast paths, the common cases: a word inside a command, an operator in normal mode.
+            if kind is Word and self.cur is not None and self.mode not in _HEADER_MODES:
+                self.mode = "normal"
+                cmd = self.cur
+                if not cmd.words and _ASSIGN_RE.match(src, tok.start) and tok.end > tok.start:
+                    cmd.assignments.append(tok)
+                else:
+                    cmd.words.append(tok)
+                if tok.end > cmd.end:
+                    cmd.end = tok.end
+                i += 1
+                continue
+            if kind is Operator and self.mode == "normal" and tok.text != ";;":
+                if self.cur is not None:
+                    self.out.append(self.cur)
+                    self.cur = None
+                i += 1
+                continue
             if isinstance(tok, Redirect):
                 if self.cur is not None:
                     self.cur.redirects.append(tok)
@@ -929,7 +966,7 @@ class _CommandSplitter:
                     self.loose_redirects.append(tok)
             elif isinstance(tok, Operator):
                 self._operator(tok)
-            elif self.mode in ("for_head", "case_head", "case_pattern", "func_name"):
+            elif self.mode in _HEADER_MODES:
                 self._skipped(tok)
             elif isinstance(tok, ArrayAssign):
                 self.mode = "normal"
