@@ -127,8 +127,20 @@ def commands(src: str, tokens: list | None = None) -> list[SimpleCommand]:
     are not part of the next command's words. A command with only assignments is kept
     (it is how `X=1` and arrays are recorded). `tokens`: `lex(src, redirects=True)` when the
     caller has it already (lex_checked)."""
+    global _last_lexed
     text = _as_text(src)
-    return _CommandSplitter(text, tokens if tokens is not None else lex(text, redirects=True)).run()
+    if tokens is None:
+        last_text, tokens = _last_lexed
+        if text != last_text:
+            tokens = lex(text, redirects=True)
+            _last_lexed = (text, tokens)
+    return _CommandSplitter(text, tokens).run()
+
+
+# The text commands() lexed last, and its tokens: compose and Kubernetes read one `command:`
+# string twice (scan_shell, then split_words when it held no launch). Tokens are never
+# changed after lexing, so two readers can share them.
+_last_lexed: tuple[str, list] = ("", [])
 
 
 _END_MARK = "\n\n__vllmlint_end_of_script__\n"
