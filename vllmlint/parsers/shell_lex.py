@@ -949,8 +949,9 @@ class _CommandSplitter:
     def run(self) -> list[SimpleCommand]:
         toks = self.tokens
         src = self.src
+        n = len(toks)
         i = 0
-        while i < len(toks):
+        while i < n:
             tok = toks[i]
             kind = type(tok)
             # Fast paths, the common cases: a word inside a command, an operator in normal mode.
@@ -971,16 +972,16 @@ class _CommandSplitter:
                     self.cur = None
                 i += 1
                 continue
-            if isinstance(tok, Redirect):
+            if kind is Redirect:
                 if self.cur is not None:
                     self.cur.redirects.append(tok)
                 else:
                     self.loose_redirects.append(tok)
-            elif isinstance(tok, Operator):
+            elif kind is Operator:
                 self._operator(tok)
             elif self.mode in _HEADER_MODES:
                 self._skipped(tok)
-            elif isinstance(tok, ArrayAssign):
+            elif kind is ArrayAssign:
                 self.mode = "normal"
                 self._add(tok).arrays.append(tok)
             else:
@@ -1066,8 +1067,8 @@ class _CommandSplitter:
         toks = self.tokens
         return (
             i + 2 < len(toks)
-            and isinstance(toks[i + 1], Operator) and toks[i + 1].text == "("
-            and isinstance(toks[i + 2], Operator) and toks[i + 2].text == ")"
+            and type(toks[i + 1]) is Operator and toks[i + 1].text == "("
+            and type(toks[i + 2]) is Operator and toks[i + 2].text == ")"
         )
 
     def _end_case(self) -> None:
@@ -1080,8 +1081,8 @@ class _CommandSplitter:
 
     def _add(self, tok: Word | ArrayAssign) -> SimpleCommand:
         if self.cur is None:
-            self.cur = SimpleCommand([], [], [], tok.start, tok.end,
-                                     tuple((b[0], b[1]) for b in self.branches), loops=tuple(self.loops))
+            branch = tuple([(b[0], b[1]) for b in self.branches]) if self.branches else ()
+            self.cur = SimpleCommand([], [], [], tok.start, tok.end, branch, loops=tuple(self.loops))
             if self.loose_redirects:
                 self.cur.redirects.extend(self.loose_redirects)
                 self.loose_redirects = []

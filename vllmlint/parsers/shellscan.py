@@ -353,7 +353,7 @@ class _Scanner:
         """Unquoted `$X` words in command position, or among the words of a program that runs
         its arguments (`exec`, `docker run`, `vllm serve`): replaced by the words of every value
         X may hold. Returns the words and a note per expansion (for `via`)."""
-        if not words:
+        if not any(w.splits for w in words):      # no unquoted `$X`: nothing to expand
             return words, []
         head = basename(self.resolve(words[0].value))
         out: list[Word] = []
@@ -636,6 +636,8 @@ class _Scanner:
         return None
 
     def _expand_arrays(self, words: list[Word]) -> list[Word]:
+        if not self.arrays:
+            return list(words)
         out: list[Word] = []
         for w in words:
             m = ARRAY_REF_RE.match(w.value)
