@@ -508,9 +508,25 @@ class _Scanner:
         return i
 
 
+# 0, 1, 2, ...: a word's offsets are a slice of it, 3x faster than tuple(range(...)), and the
+# words share the int objects. Made on first use; a longer text gets its own.
+_SHARED_POSITIONS = 1 << 14
+_positions: tuple[int, ...] = ()
+
+
+def _positions_for(n: int) -> tuple[int, ...]:
+    global _positions
+    if n >= _SHARED_POSITIONS:
+        return tuple(range(n + 1))
+    if not _positions:
+        _positions = tuple(range(_SHARED_POSITIONS))
+    return _positions
+
+
 class _Lexer(_Scanner):
     def __init__(self, src: str) -> None:
         super().__init__(src)
+        self.positions = _positions_for(self.n)
         self.tokens: list[Word | Operator | ArrayAssign] = []
         self.pending: list[tuple[str, bool]] = []  # heredocs whose bodies come next line
         self.pending_docs: list[Heredoc] = []
@@ -527,7 +543,7 @@ class _Lexer(_Scanner):
 
     def _run(self) -> None:
         src, n = self.src, self.n
-        tokens = self.tokens
+        tokens, positions = self.tokens, self.positions
         next_token = _NEXT_TOKEN_RE.match
         i = 0
         while i < n:
@@ -550,7 +566,7 @@ class _Lexer(_Scanner):
                         continue
                     elif raw == "[[" and self._in_command_position():
                         self.in_dbracket = True
-                    tokens.append(Word(raw, start, i, tuple(range(start, i))))
+                    tokens.append(Word(raw, start, i, positions[start:i]))
                     continue
             elif kind == 2:
                 tokens.append(Operator("\n", i - 1, i))
@@ -589,7 +605,7 @@ class _Lexer(_Scanner):
             end, closed = self.paren_scan(i + 1, 0, arith=True)
             if closed and src[end - 2 : end] == "))":
                 # `(( expr ))` arithmetic command: one opaque word, not two subshells.
-                self.tokens.append(Word(src[i:end], i, end, tuple(range(i, end)), True, False))
+                self.tokens.append(Word(src[i:end], i, end, self.positions[i:end], True, False))
                 return end
             if not closed:
                 # The probe ran to end of input; probing again later could make
@@ -683,7 +699,7 @@ class _Lexer(_Scanner):
         m = _DBRACKET_OP_RE.match(src, i)
         if m:
             end = m.end()
-            self.tokens.append(Word(m.group(), i, end, tuple(range(i, end))))
+            self.tokens.append(Word(m.group(), i, end, self.positions[i:end]))
             return end
         word, end = self._read_word(i)
         if end <= i:
@@ -734,7 +750,7 @@ class _Lexer(_Scanner):
         if m and (m.end() >= n or src[m.end()] in _PLAIN_WORD_END):
             # Fast path: the whole word is ordinary characters (the common case).
             end = m.end()
-            return Word(m.group(), start, end, tuple(range(start, end))), end
+            return Word(m.group(), start, end, self.positions[start:end]), end
         vals: list[str] = []
         offs: list[int] = []
         dynamic = splits = False
