@@ -184,6 +184,8 @@ class _Scanner:
                 continue
             before = len(self.out.launches)
             self._command(cmd)
+            if len(self.out.launches) == before:
+                continue
             # arms of this script, then those of a script nested in the command (ids kept apart)
             arms = tuple(((self.uid, i), arm) for i, arm in cmd.branch)
             count = self._loops_count(cmd.loops) if cmd.loops else 1
