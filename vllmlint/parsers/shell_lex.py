@@ -120,6 +120,12 @@ def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) ->
     return False
 
 
+# The text commands() lexed last, and its tokens: compose and Kubernetes read one `command:`
+# string twice (scan_shell, then split_words when it held no launch). Tokens are never
+# changed after lexing, so two readers can share them.
+_last_lexed: tuple[str, list] = ("", [])
+
+
 def commands(src: str, tokens: list | None = None) -> list[SimpleCommand]:
     """Split lexed tokens into simple commands at operators; reserved words that open or
     separate compound commands (if then elif else fi for while until do done case esac
@@ -135,12 +141,6 @@ def commands(src: str, tokens: list | None = None) -> list[SimpleCommand]:
             tokens = lex(text, redirects=True)
             _last_lexed = (text, tokens)
     return _CommandSplitter(text, tokens).run()
-
-
-# The text commands() lexed last, and its tokens: compose and Kubernetes read one `command:`
-# string twice (scan_shell, then split_words when it held no launch). Tokens are never
-# changed after lexing, so two readers can share them.
-_last_lexed: tuple[str, list] = ("", [])
 
 
 _END_MARK = "\n\n__vllmlint_end_of_script__\n"
