@@ -57,7 +57,7 @@ def instructions(text: str) -> list[Instruction]:
         lead = len(line) - len(line.lstrip())
         m = _KEYWORD_RE.match(line, lead)
         keyword = m.group(1).upper() if m else ""
-        args_chars: list[str] = []
+        args_parts: list[str] = []      # each line's share of the arguments
         omap: list[int] = []
         start_col = m.end() if m else lead
         j, col = i, start_col
@@ -71,16 +71,15 @@ def instructions(text: str) -> list[Instruction]:
             continued = content.endswith(escape) and j + 1 < len(lines)
             if continued:
                 content = content[:-1]
-            if col < len(content):          # the line's text at once, each character's offset beside it
-                args_chars.append(content[col:])
-                omap.extend(range(offsets[j] + col, offsets[j] + len(content)))
+            args_parts.append(content[col:])        # the line's text at once, each character's offset beside it
+            omap.extend(range(offsets[j] + col, offsets[j] + len(content)))
             j += 1
             col = 0
             if not continued:
                 break
         if keyword in ("RUN", "COPY", "ADD"):
             # BuildKit here-documents (`RUN python3 - <<'PY'`): their bodies are not instructions
-            for hd in HEREDOC_RE.finditer("".join(args_chars)):
+            for hd in HEREDOC_RE.finditer("".join(args_parts)):
                 delim, strip = hd.group(3), bool(hd.group(1))
                 while j < len(lines):
                     body_line = lines[j].rstrip("\r\n")
@@ -88,7 +87,7 @@ def instructions(text: str) -> list[Instruction]:
                     if (body_line.lstrip("\t") if strip else body_line) == delim:
                         break
         end = offsets[j - 1] + len(lines[j - 1]) if j - 1 < len(lines) else len(text)
-        out.append(Instruction(keyword, base + lead, end, "".join(args_chars), omap))
+        out.append(Instruction(keyword, base + lead, end, "".join(args_parts), omap))
         i = j
     return out
 

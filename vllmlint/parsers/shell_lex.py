@@ -9,7 +9,11 @@ import re
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True)
+# Word and Operator are built once per token, so they are slotted dataclasses: a frozen
+# dataclass's __init__ sets each field through object.__setattr__ (3x slower to build) and
+# its instances carry a dict. They are never changed after lexing; unsafe_hash keeps them
+# hashable by value as frozen ones were.
+@dataclass(slots=True, unsafe_hash=True)
 class Word:
     """One shell word.
 
@@ -34,7 +38,7 @@ class Word:
     splits: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Operator:
     """Control operator or separator: one of  ; & && || | |& ;; ( ) { } and '\\n' (newline)."""
 
@@ -116,6 +120,12 @@ def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) ->
     return False
 
 
+# The text commands() lexed last, and its tokens: compose and Kubernetes read one `command:`
+# string twice (scan_shell, then split_words when it held no launch). Tokens are never
+# changed after lexing, so two readers can share them.
+_last_lexed: tuple[str, list] = ("", [])
+
+
 def commands(src: str, tokens: list | None = None) -> list[SimpleCommand]:
     """Split lexed tokens into simple commands at operators; reserved words that open or
     separate compound commands (if then elif else fi for while until do done case esac
@@ -123,8 +133,14 @@ def commands(src: str, tokens: list | None = None) -> list[SimpleCommand]:
     are not part of the next command's words. A command with only assignments is kept
     (it is how `X=1` and arrays are recorded). `tokens`: `lex(src, redirects=True)` when the
     caller has it already (lex_checked)."""
+    global _last_lexed
     text = _as_text(src)
-    return _CommandSplitter(text, tokens if tokens is not None else lex(text, redirects=True)).run()
+    if tokens is None:
+        last_text, tokens = _last_lexed
+        if text != last_text:
+            tokens = lex(text, redirects=True)
+            _last_lexed = (text, tokens)
+    return _CommandSplitter(text, tokens).run()
 
 
 _END_MARK = "\n\n__vllmlint_end_of_script__\n"
@@ -140,13 +156,19 @@ def lex_checked(text: str) -> tuple[int | None, list | None]:
     newline, the tokens before the marker are the text's own (the lexer reads left to right and
     its look-aheads never match the marker), so the caller need not lex again."""
     end = len(text)
-    tokens = _Lexer(text + _END_MARK).run()
-    bad = next((t.start for t in tokens
-                if not isinstance(t, Redirect) and t.start < end and t.end > end + 2), None)
-    reusable = bad is None and text.endswith("\n") and not text.endswith("\\\n") and not any(
-        t.start < end < t.end or (isinstance(t, Redirect) and t.heredoc is not None and t.start < end
-                                  and _heredoc_reaches(t, end)) for t in tokens)
-    return bad, ([t for t in tokens if t.end <= end] if reusable else None)
+    lexer = _Lexer(text + _END_MARK)
+    tokens = lexer.run()
+    # Tokens come in order and never overlap, so those starting before `end` are a prefix and
+    # only the last of them can straddle it; the few after it are the marker's.
+    k = len(tokens)
+    while k and tokens[k - 1].start >= end:
+        k -= 1
+    last = tokens[k - 1] if k else None
+    bad = last.start if last is not None and not isinstance(last, Redirect) and last.end > end + 2 else None
+    reusable = bad is None and text.endswith("\n") and not text.endswith("\\\n") and not (
+        last is not None and last.end > end) and not any(
+        t.start < end and _heredoc_reaches(t, end) for t in lexer.heredocs)
+    return bad, (tokens[:k] if reusable else None)
 
 
 def _heredoc_reaches(redirect: Redirect, end: int) -> bool:
@@ -169,6 +191,18 @@ _CONTINUATIONS_RE = re.compile(r"(?:\\\r?\n)+")
 _PLAIN_RE = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`]+")
 # After a plain run these chars surely end the word (`(` may continue an extglob).
 _PLAIN_WORD_END = frozenset(" \t\r\n;&|)<>")
+# The lexer's main fast path: blanks and a comment (a `#` where a token would start), then
+# (1) a plain word followed by a char that surely ends it, or (2) a newline, or (3) an
+# operator other than `(` (which may open `((`) and `&` of `&>`, `&>>` (a redirection).
+_NEXT_TOKEN_RE = re.compile(r"""
+    (?:[ \t\r]|\\\r?\n)*+ (?:\#[^\n]*+)?
+    (?: ([^ \t\r\n;&|()<>'"\\$`]++)(?=[ \t\r\n;&|)<>]|\Z)
+      | (\n)
+      | (;;&|;;|;&|;|&&|&(?!>)|\|\||\|&|\||\))
+    )?""", re.X)
+# First chars of a plain word that is an fd glued to a redirection (`2>f`, `{fd}>f`) when
+# `<` or `>` follows.
+_FD_START = frozenset("{0123456789")
 _DQ_PLAIN_RE = re.compile(r'[^"\\$`]+')
 _BRACE_PLAIN_RE = re.compile(r"[^\\{}'\"$`]+")
 _BACKTICK_PLAIN_RE = re.compile(r"[^\\`]+")
@@ -474,12 +508,29 @@ class _Scanner:
         return i
 
 
+# 0, 1, 2, ...: a word's offsets are a slice of it, 3x faster than tuple(range(...)), and the
+# words share the int objects. Made on first use; a longer text gets its own.
+_SHARED_POSITIONS = 1 << 14
+_positions: tuple[int, ...] = ()
+
+
+def _positions_for(n: int) -> tuple[int, ...]:
+    global _positions
+    if n >= _SHARED_POSITIONS:
+        return tuple(range(n + 1))
+    if not _positions:
+        _positions = tuple(range(_SHARED_POSITIONS))
+    return _positions
+
+
 class _Lexer(_Scanner):
     def __init__(self, src: str) -> None:
         super().__init__(src)
+        self.positions = _positions_for(self.n)
         self.tokens: list[Word | Operator | ArrayAssign] = []
         self.pending: list[tuple[str, bool]] = []  # heredocs whose bodies come next line
         self.pending_docs: list[Heredoc] = []
+        self.heredocs: list[Redirect] = []  # every heredoc's redirection, for lex_checked
         self.in_dbracket = False
         self.probe_arith = True
 
@@ -492,23 +543,49 @@ class _Lexer(_Scanner):
 
     def _run(self) -> None:
         src, n = self.src, self.n
+        tokens, positions = self.tokens, self.positions
+        next_token = _NEXT_TOKEN_RE.match
         i = 0
         while i < n:
-            m = _BLANKS_RE.match(src, i)
-            if m:
-                i = m.end()
-                continue
-            c = src[i]
-            if c == "\n":
-                self.tokens.append(Operator("\n", i, i + 1))
+            # Fast paths, the common cases: blanks and a comment, then a plain word, a newline
+            # or an operator other than `(`, all in one regex match.
+            m = next_token(src, i)
+            i = m.end()
+            kind = m.lastindex
+            if kind == 1:
+                start = m.start(1)
+                raw = m.group(1)
+                if raw[0] in _FD_START and i < n and src[i] in "<>":
+                    i = start  # `2>f`, `{fd}>f`: a redirection
+                else:
+                    if self.in_dbracket:
+                        if raw == "]]":
+                            self.in_dbracket = False
+                    elif raw == "{" or raw == "}":
+                        tokens.append(Operator(raw, start, i))
+                        continue
+                    elif raw == "[[" and self._in_command_position():
+                        self.in_dbracket = True
+                    tokens.append(Word(raw, start, i, positions[start:i]))
+                    continue
+            elif kind == 2:
+                tokens.append(Operator("\n", i - 1, i))
                 self.in_dbracket = False
-                i += 1
                 if self.pending:
                     i = self._bodies(i)
-            elif c == "#":
-                j = src.find("\n", i)
-                i = n if j < 0 else j
-            elif self.in_dbracket and c != ";":
+                continue
+            elif kind == 3:
+                op = m.group(3)
+                if op[0] == ";" or not self.in_dbracket:
+                    # `;;&` and `;&` also end a case item
+                    tokens.append(Operator(";;" if op[0] == ";" and len(op) > 1 else op, m.start(3), i))
+                    self.in_dbracket = False  # `;` (or anything else) ends an unterminated `[[`
+                    continue
+                i = m.start(3)
+            if i >= n:
+                break
+            c = src[i]
+            if self.in_dbracket and c != ";":
                 i = self._dbracket_token(i)
             elif c in _REDIR_START and (j := self._redirection(i)) is not None:
                 i = j
@@ -528,7 +605,7 @@ class _Lexer(_Scanner):
             end, closed = self.paren_scan(i + 1, 0, arith=True)
             if closed and src[end - 2 : end] == "))":
                 # `(( expr ))` arithmetic command: one opaque word, not two subshells.
-                self.tokens.append(Word(src[i:end], i, end, tuple(range(i, end)), True, False))
+                self.tokens.append(Word(src[i:end], i, end, self.positions[i:end], True, False))
                 return end
             if not closed:
                 # The probe ran to end of input; probing again later could make
@@ -564,7 +641,9 @@ class _Lexer(_Scanner):
                 self.pending.append((delim, op == "<<-"))
                 doc = Heredoc(delim, op == "<<-", any(ch in "'\"\\" for ch in src[dstart:k]), i)
                 self.pending_docs.append(doc)
-                self.tokens.append(Redirect(op, i, k, None, doc))
+                redirect = Redirect(op, i, k, None, doc)
+                self.tokens.append(redirect)
+                self.heredocs.append(redirect)
             return k
         target = None
         if k < n and (src[k] not in _WORD_STOP or src.startswith(("<(", ">("), k)):
@@ -620,7 +699,7 @@ class _Lexer(_Scanner):
         m = _DBRACKET_OP_RE.match(src, i)
         if m:
             end = m.end()
-            self.tokens.append(Word(m.group(), i, end, tuple(range(i, end))))
+            self.tokens.append(Word(m.group(), i, end, self.positions[i:end]))
             return end
         word, end = self._read_word(i)
         if end <= i:
@@ -671,7 +750,7 @@ class _Lexer(_Scanner):
         if m and (m.end() >= n or src[m.end()] in _PLAIN_WORD_END):
             # Fast path: the whole word is ordinary characters (the common case).
             end = m.end()
-            return Word(m.group(), start, end, tuple(range(start, end))), end
+            return Word(m.group(), start, end, self.positions[start:end]), end
         vals: list[str] = []
         offs: list[int] = []
         dynamic = splits = False
@@ -850,6 +929,10 @@ _SKIP_RESERVED = frozenset(
 )
 
 
+# Modes in which words are a header's, not a command's (see _CommandSplitter._skipped).
+_HEADER_MODES = frozenset({"for_head", "case_head", "case_pattern", "func_name"})
+
+
 class _CommandSplitter:
     def __init__(self, src: str, tokens: list[Word | Operator | ArrayAssign]) -> None:
         self.src = src
@@ -881,19 +964,40 @@ class _CommandSplitter:
 
     def run(self) -> list[SimpleCommand]:
         toks = self.tokens
+        src = self.src
+        n = len(toks)
         i = 0
-        while i < len(toks):
+        while i < n:
             tok = toks[i]
-            if isinstance(tok, Redirect):
+            kind = type(tok)
+            # Fast paths, the common cases: a word inside a command, an operator in normal mode.
+            if kind is Word and self.cur is not None and self.mode not in _HEADER_MODES:
+                self.mode = "normal"
+                cmd = self.cur
+                if not cmd.words and _ASSIGN_RE.match(src, tok.start) and tok.end > tok.start:
+                    cmd.assignments.append(tok)
+                else:
+                    cmd.words.append(tok)
+                if tok.end > cmd.end:
+                    cmd.end = tok.end
+                i += 1
+                continue
+            if kind is Operator and self.mode == "normal" and tok.text != ";;":
+                if self.cur is not None:
+                    self.out.append(self.cur)
+                    self.cur = None
+                i += 1
+                continue
+            if kind is Redirect:
                 if self.cur is not None:
                     self.cur.redirects.append(tok)
                 else:
                     self.loose_redirects.append(tok)
-            elif isinstance(tok, Operator):
+            elif kind is Operator:
                 self._operator(tok)
-            elif self.mode in ("for_head", "case_head", "case_pattern", "func_name"):
+            elif self.mode in _HEADER_MODES:
                 self._skipped(tok)
-            elif isinstance(tok, ArrayAssign):
+            elif kind is ArrayAssign:
                 self.mode = "normal"
                 self._add(tok).arrays.append(tok)
             else:
@@ -979,8 +1083,8 @@ class _CommandSplitter:
         toks = self.tokens
         return (
             i + 2 < len(toks)
-            and isinstance(toks[i + 1], Operator) and toks[i + 1].text == "("
-            and isinstance(toks[i + 2], Operator) and toks[i + 2].text == ")"
+            and type(toks[i + 1]) is Operator and toks[i + 1].text == "("
+            and type(toks[i + 2]) is Operator and toks[i + 2].text == ")"
         )
 
     def _end_case(self) -> None:
@@ -993,8 +1097,8 @@ class _CommandSplitter:
 
     def _add(self, tok: Word | ArrayAssign) -> SimpleCommand:
         if self.cur is None:
-            self.cur = SimpleCommand([], [], [], tok.start, tok.end,
-                                     tuple((b[0], b[1]) for b in self.branches), loops=tuple(self.loops))
+            branch = tuple([(b[0], b[1]) for b in self.branches]) if self.branches else ()
+            self.cur = SimpleCommand([], [], [], tok.start, tok.end, branch, loops=tuple(self.loops))
             if self.loose_redirects:
                 self.cur.redirects.extend(self.loose_redirects)
                 self.loose_redirects = []

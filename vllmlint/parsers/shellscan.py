@@ -62,6 +62,14 @@ class Shift:
         return self.base + i
 
 
+def _mapped(omap, offsets) -> list[int]:
+    """`[omap[i] for i in offsets]`, without a method call per character for a Shift."""
+    if type(omap) is Shift:
+        base = omap.base
+        return [base + i for i in offsets] if base else list(offsets)
+    return [omap[i] for i in offsets]
+
+
 class Compose:
     """Map through an inner mapping, then an outer one (nested `sh -c` scripts)."""
 
@@ -129,7 +137,7 @@ class _Scanner:
             return Arg(word.value, self.file, span, word.dynamic or not literal, word.splits,
                        locate=lambda: list(word.offsets))
         return Arg(word.value, self.file, (self.fstart(word), self.fend(word)), word.dynamic, word.splits,
-                   locate=lambda: [omap[i] for i in word.offsets])
+                   locate=lambda: _mapped(omap, word.offsets))
 
     # -- removal edits ------------------------------------------------------
     def remove_command(self, cmd_words: list[Word]) -> list[Edit]:
@@ -178,6 +186,8 @@ class _Scanner:
                 continue
             before = len(self.out.launches)
             self._command(cmd)
+            if len(self.out.launches) == before:
+                continue
             # arms of this script, then those of a script nested in the command (ids kept apart)
             arms = tuple(((self.uid, i), arm) for i, arm in cmd.branch)
             count = self._loops_count(cmd.loops) if cmd.loops else 1
@@ -280,8 +290,8 @@ class _Scanner:
         name, value = m.group(1), m.group(2)
         append = word.value[len(name)] == "+"
         k = len(word.value) - len(value)
-        offs = [self.omap[i] for i in word.offsets[k:]]
-        ref = re.match(r"\$(?:\{%s\}|%s(?!\w))" % (name, name), value)
+        offs = _mapped(self.omap, word.offsets[k:])
+        ref = re.match(r"\$(?:\{%s\}|%s(?!\w))" % (name, name), value) if value.startswith("$") else None
         if ref:
             append, value, offs = True, value[ref.end():], offs[ref.end():]
         line = self.file.line_col(self.fstart(word))[0]
@@ -347,7 +357,7 @@ class _Scanner:
         """Unquoted `$X` words in command position, or among the words of a program that runs
         its arguments (`exec`, `docker run`, `vllm serve`): replaced by the words of every value
         X may hold. Returns the words and a note per expansion (for `via`)."""
-        if not words:
+        if not any(w.splits for w in words):      # no unquoted `$X`: nothing to expand
             return words, []
         head = basename(self.resolve(words[0].value))
         out: list[Word] = []
@@ -414,7 +424,8 @@ class _Scanner:
         if self.depth < 4 and rhead not in PRINTERS and rhead not in CONTAINER_HEADS:
             # `timeout 900 bash -c "..."`, `screen -dmS x bash -lc '...'`, `srun bash -c ...`
             for k in range(1, len(words) - 1):
-                if basename(self.resolve(words[k].value)) in SHELLS:
+                value = words[k].value
+                if basename(self.resolve(value) if "$" in value else value) in SHELLS:
                     script = _shell_c_script(words[k:])
                     if script is not None:
                         self._nested(script, env_now, in_eval=self.in_eval)
@@ -629,6 +640,8 @@ class _Scanner:
         return None
 
     def _expand_arrays(self, words: list[Word]) -> list[Word]:
+        if not self.arrays:
+            return list(words)
         out: list[Word] = []
         for w in words:
             m = ARRAY_REF_RE().match(w.value)
@@ -714,7 +727,7 @@ def split_words(file: SourceFile, text: str, omap) -> list[Arg]:
     for cmd in commands(text):
         for w in cmd.assignments + cmd.words:
             out.append(Arg(w.value, file, (omap[w.start], omap[w.end - 1] + 1), w.dynamic, w.splits,
-                           locate=lambda w=w: [omap[i] for i in w.offsets]))
+                           locate=lambda w=w: _mapped(omap, w.offsets)))
     return out
 
 
