@@ -472,6 +472,13 @@ if _C_SAFE_LOADER is not None:
 
         _resolved: dict = {}
 
+        # the safe resolver has no path resolvers: libyaml's calls around each node do nothing
+        def descend_resolver(self, current_node, current_index):
+            pass
+
+        def ascend_resolver(self):
+            pass
+
         def resolve(self, kind, value, implicit):
             key = (kind, value, implicit)
             tag = self._resolved.get(key)

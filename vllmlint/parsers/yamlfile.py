@@ -137,6 +137,8 @@ class YamlParser:
         self.masked = masked
         self._template_starts = [ts for ts, _ in self.templated]
         self.consumed: set[int] = set()
+        # spans of consumed commands whose every scalar is consumed: a hint there is no loose script
+        self.consumed_spans: list[tuple[int, int]] = []
         self._where: dict = {}
         for index, doc in enumerate(docs):
             self._where = {}
@@ -274,6 +276,9 @@ class YamlParser:
                 self.consumed.add(id(node))
                 if isinstance(node, yaml.SequenceNode):     # (a scalar's value is its text)
                     self.consumed.update(id(n) for n in node.value if isinstance(n, yaml.Node))
+                if isinstance(node, yaml.ScalarNode) or isinstance(node, yaml.SequenceNode) and \
+                        all(isinstance(n, yaml.ScalarNode) for n in node.value):
+                    self.consumed_spans.append((node.start_mark.index, node.end_mark.index))
         # a single string (compose `command: vllm serve ...`, Helm values): compose splits it
         for node in (command, args):
             if isinstance(node, yaml.ScalarNode) and node.value.strip():
@@ -509,8 +514,7 @@ class YamlParser:
         GitLab CI steps, benchmark scenarios, truss `start_command`): scan every scalar that may
         start vLLM. `env:` maps around a step (workflow, job, step) give the script its variables
         (`docker run $VLLM_IMAGE`)."""
-        span = (doc.start_mark.index, doc.end_mark.index)
-        if not (LAUNCH_HINT_RE().search(self.masked, *span) or SCRIPT_HINT_RE().search(self.masked, *span)):
+        if not self._hint_outside_launches(doc.start_mark.index, doc.end_mark.index):
             return          # the cheap test first: most documents have no loose script
         stack: list[tuple[yaml.Node, dict[str, str], str | None]] = [(doc, {}, None)]
         seen: set[int] = set()
@@ -534,6 +538,15 @@ class YamlParser:
             elif (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
                   and (LAUNCH_HINT_RE().search(node.value) or SCRIPT_HINT_RE().search(node.value))):
                 self._loose_script(node, owner, variables, image)
+
+    def _hint_outside_launches(self, start: int, end: int) -> bool:
+        """A launch or script hint in text[start:end] that is not inside a command already read
+        as a launch (a manifest's own `vllm serve` would send every document down the walk)."""
+        for pattern in (LAUNCH_HINT_RE(), SCRIPT_HINT_RE()):
+            for m in pattern.finditer(self.masked, start, end):
+                if not any(s <= m.start() and m.end() <= e for s, e in self.consumed_spans):
+                    return True
+        return False
 
     def _loose_script(self, node: yaml.ScalarNode, owner: str, variables: dict[str, str],
                       image: str | None = None) -> None:
