@@ -6,7 +6,6 @@ read or parsed (reported as `path:line: reason`; the other files are still check
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 import click
@@ -226,7 +225,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
 
     With --verify, exit 3 when the rehearsal fails (nothing is written): the tree fails on the
     release it pins, or the migrated copy fails on the target."""
-    from .lint.migrate import detect_version, find_bumps, run_chain, steps_between
+    from .lint.migrate import detect_version, find_bumps, run_chain, step_key, steps_between
     from .lint.project import load
     from .lint.report import text_line, unified_diff
     from .knowledge.versions import fmt
@@ -297,15 +296,10 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     say = (lambda s: click.echo(s, err=True)) if diff else click.echo
     if len(steps) > 1:
         say(f"  from vLLM {fmt(from_version)} ({origin}), {len(steps)} steps: {', '.join(fmt(v) for v in steps)}")
-        def key(f):      # the same finding at another step: its message names that step's release
-            return f.code, f.file.display, re.sub(r"\d+\.\d+\.\d+", "X", f.message)
-
-        final = {key(f) for f in outcome.findings}
-        seen: set = set()
+        final = {step_key(f) for f in outcome.findings}
         for step in chain.steps:
-            new_left = [f for f in step.left if key(f) not in seen and f.code != SILENT]
-            seen = {key(f) for f in step.left}
-            human = [f for f in new_left if key(f) in final]
+            new_left = [f for f in step.new_left if f.code != SILENT]
+            human = [f for f in new_left if step_key(f) in final]
             later = len(new_left) - len(human)
             if not step.fixed and not human:
                 say(f"  step {fmt(step.version)}: nothing to change"

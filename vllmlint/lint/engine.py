@@ -207,10 +207,12 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     dropped: list[str] = []
     refused: set = set()
     post_done = post_edits is None
+    project = None
     for _ in range(MAX_PASSES):
         if start is not None:
             project, start = start, None
         else:
+            _drop_graph(project)
             project = load(candidates, overrides, cache, extra_images, helm_values)
             project.keep_derived = keep_derived
         findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
@@ -247,11 +249,19 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
                 refused.add(_fix_key(finding))
             else:
                 fixed.append(finding)
+    _drop_graph(project)
     project = load(candidates, overrides, cache, extra_images, helm_values)
     project.keep_derived = keep_derived
     findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
     return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                    suppressed)
+
+
+def _drop_graph(project: Project | None) -> None:
+    """A pass's project that the next pass replaces: its graph (kept for a migration's next
+    step) refers back to it, a cycle the collector, off for lint commands, would never free."""
+    if project is not None:
+        project.__dict__.pop("_graph", None)
 
 
 def _pristine(source: SourceFile, overrides: dict[Path, str], buffers: dict[Path, str]) -> SourceFile:

@@ -241,8 +241,13 @@ def steps_between(start: tuple[int, int, int] | None, target: tuple[int, int, in
 class Step:
     version: tuple[int, int, int]
     fixed: list                 # findings whose fix this step applied
-    left: list                  # findings that remain after this step
+    new_left: list              # findings that remain after this step and not after the one before
     changed: int                # files this step changed
+
+
+def step_key(finding) -> tuple:
+    """The same finding at another step of a chain: its message names that step's release."""
+    return finding.code, finding.file.display, re.sub(r"\d+\.\d+\.\d+", "X", finding.message)
 
 
 @dataclass
@@ -309,6 +314,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
     fixed_all: list = []
     dropped: list = []
     done: list[Step] = []
+    before: set = set()         # step_key of the findings the step before left
     outcome = None
     for i, version in enumerate(steps):
         rules = list(selected_rules(version, options=options))
@@ -325,7 +331,12 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
             texts[path] = new
         fixed_all.extend(outcome.fixed)
         dropped.extend(d for d in outcome.dropped if d not in dropped)
-        done.append(Step(version, list(outcome.fixed), list(outcome.findings), len(changed)))
+        # a step keeps only what is new since the step before: most findings stay from step to
+        # step, and 24 steps' worth of them was most of a long chain's memory
+        keys = {step_key(f) for f in outcome.findings}
+        done.append(Step(version, list(outcome.fixed), [f for f in outcome.findings if step_key(f) not in before],
+                         len(changed)))
+        before = keys
     total = Outcome(outcome.findings, outcome.problems, outcome.project, originals, texts, fixed_all, dropped)
     return Chain(done, total)
 

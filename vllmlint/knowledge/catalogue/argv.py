@@ -117,6 +117,8 @@ def _signature(launch: Launch, cat: Catalogue) -> tuple:
     sig = cat._signatures.get(heads)        # launches of one shape share it
     if sig is not None:
         return sig
+    if not cat._signatures:
+        _SIGNED.append(cat)
     known = cat._readings
     sig = cat._signatures[heads] = tuple(known.get(head) or _reading(cat, head) for head in heads)
     return sig
@@ -148,8 +150,16 @@ def _option_heads(launch: Launch) -> tuple[str, ...]:
 
 
 def forget_options() -> None:
-    """Drop the cached options (the launches of a project that has been checked)."""
+    """Drop the cached options (the launches of a project that has been checked) and the
+    signatures per launch shape (a migration's next step reads the launches with another
+    release: its own signatures are what it compares)."""
     _CACHE.clear()
+    for cat in _SIGNED:
+        cat._signatures.clear()
+    _SIGNED.clear()
+
+
+_SIGNED: list[Catalogue] = []       # the catalogues holding signatures
 
 
 def _options(launch: Launch, cat: Catalogue) -> list[Opt]:
