@@ -1,4 +1,3 @@
-import difflib
 from functools import lru_cache
 
 from vllmlint.lint.graph import graph_of
@@ -143,4 +142,5 @@ class KvTransferConfigInvalid(Rule):
 @lru_cache(maxsize=4096)
 def _close(word: str, choices: frozenset, cutoff: float) -> tuple:
     """difflib's best match (asked again for the same key at every step of a migration)."""
+    import difflib      # here: a run with no KV config to question never pays its import
     return tuple(difflib.get_close_matches(word, sorted(choices), n=1, cutoff=cutoff))

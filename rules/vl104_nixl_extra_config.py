@@ -1,5 +1,3 @@
-import ast
-
 from vllmlint.model.launch import Fix
 from vllmlint.lint.registry import Rule
 
@@ -205,6 +203,7 @@ class NixlExtraConfig(Rule):
 def _literal(text):
     if text is None:
         return None
+    import ast          # here: most launches carry no NIXL extra config to read
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

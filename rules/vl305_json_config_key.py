@@ -39,8 +39,6 @@ class JsonConfigKey(Rule):
     fix = "none"
 
     def check(self, project):
-        import difflib
-
         from vllmlint.knowledge.catalogue import for_target, history
         from vllmlint.knowledge.catalogue.argv import json_keys, launches_naming, options_among
 
@@ -67,6 +65,7 @@ class JsonConfigKey(Rule):
                     elif added:
                         why = f": it is new in {added}"
                     else:
+                        import difflib      # here: only for a key no release knows
                         close = difflib.get_close_matches(key.key, list(spec["fields"]), n=1, cutoff=0.75)
                         why = f" (did you mean `{close[0]}`?)" if close else ""
                     yield self.finding(*key.place(launch), head + why,

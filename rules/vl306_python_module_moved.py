@@ -1,4 +1,3 @@
-import ast
 import re
 
 from vllmlint.model.launch import Edit, Fix
@@ -101,6 +100,7 @@ class PythonModuleMoved(Rule):
 
     # -- imports -------------------------------------------------------------------------------
     def _imports(self, pf, cat, hist, project):
+        import ast          # here: only a Python file that imports vLLM is parsed
         source = pf.source
         try:
             tree = ast.parse(source.text)

@@ -6,7 +6,6 @@ module only chooses what to run on and turns offsets into LSP positions (line, c
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from ..lint.engine import Outcome, _keep_no_final_newline, apply_edits, check_an
 from ..lint.project import ParseCache, Problem, parse_source
 from ..lint.registry import selected_rules
 from ..model.launch import Edit, Finding, SourceFile
+from ..model.record import replace
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")      # LSP's line breaks: no more (str.splitlines has eight)
 
@@ -103,7 +103,7 @@ def candidates_for(root: Path | None, overrides: dict[Path, str], settings: Sett
     if root is not None:
         for cand in discover([str(root)])[0]:
             rel = _relative(cand.path, root)
-            found[cand.path] = dataclasses.replace(cand, display=rel)
+            found[cand.path] = replace(cand, display=rel)
     for path, text in overrides.items():
         if root is not None and not _inside(path, root):
             continue

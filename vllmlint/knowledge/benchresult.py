@@ -13,7 +13,7 @@ is the target you are measured on and the split makes it worse.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from ..model.record import field, record
 from pathlib import Path
 
 ROWS = (  # (label, key, unit, lower is better)
@@ -57,7 +57,7 @@ def _num(d: dict, key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-@dataclass
+@record
 class Decision:
     verdict: str
     reasons: list[str] = field(default_factory=list)

@@ -12,7 +12,7 @@ An image reference is `[REGISTRY[:PORT]/]PATH[:TAG][@DIGEST]`. `is_vllm_image` m
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..model.record import record
 from fnmatch import fnmatchcase
 
 from ..model.lazyre import lazy_re
@@ -55,13 +55,21 @@ _REF_RE = lazy_re(
     r"^(?P<path>[a-z0-9][\w.\-/]*?)(?::(?P<tag>[\w][\w.\-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-fA-F]{16,}))?$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImageRef:
     """A container image reference, split into registry, path, tag and digest."""
     registry: str | None      # "nvcr.io", "localhost:5000", None for Docker Hub
     path: str                 # "vllm/vllm-openai"
     tag: str | None           # "v0.29.0"
     digest: str | None        # "sha256:..."
+
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, registry, path, tag, digest):
+        d = self.__dict__                  # frozen: its own __setattr__ refuses
+        d["registry"] = registry
+        d["path"] = path
+        d["tag"] = tag
+        d["digest"] = digest
 
     @property
     def name(self) -> str:
@@ -106,13 +114,21 @@ def is_vllm_image(text: str | ImageRef | None, extra: tuple[str, ...] = ()) -> b
 _TAG_RE = lazy_re(r"^(?P<v>v?)(?P<x>\d+)\.(?P<y>\d+)\.(?P<z>\d+)(?P<n>(?:\.\d+|\.post\d+)?)(?P<variant>-[\w.\-]+)?$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Tag:
     """An image tag read as a vLLM release: the release it names, and its build variant."""
     text: str
     version: tuple[int, int, int] | None   # the release it names, None for latest/nightly/commits
     variant: str = ""                      # "-cu129", "-rocm": a build of that release
     exact: bool = False                    # `vX.Y.Z`, `X.Y.Z`, `vX.Y.Z.N`: safe to replace whole
+
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, text, version, variant="", exact=False):
+        d = self.__dict__                  # frozen: its own __setattr__ refuses
+        d["text"] = text
+        d["version"] = version
+        d["variant"] = variant
+        d["exact"] = exact
 
     def bumped(self, target: tuple[int, int, int]) -> str | None:
         """The tag for `target` in this tag's style (`v` kept), or None when only a human can

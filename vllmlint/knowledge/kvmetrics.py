@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from dataclasses import dataclass, field
+from ..model.record import field, record
 
 SUCCESS = "Num successful transfers"
 AVG_MS = "Avg xfer time (ms)"
@@ -45,7 +45,7 @@ _NP_SCALAR = re.compile(r"\b(?:np|numpy)\.\w+\(([^()]*)\)")
 _KEY_RE = re.compile(r"(?:^|, )([A-Za-z][\w .()/%-]*?)=")
 
 
-@dataclass
+@record
 class KVMetricsLine:
     """One `KV Transfer metrics` line: per connector its key -> value (numbers as floats)."""
     connectors: dict[str, dict[str, float | str]]
@@ -142,7 +142,7 @@ def parse_log(text: str) -> list[KVMetricsLine]:
     return [row for row in (parse_line(l) for l in text.splitlines() if "KV Transfer metrics" in l) if row]
 
 
-@dataclass
+@record
 class TransferSummary:
     """Transfers over one or more intervals (log lines) or between two /metrics readings."""
     transfers: int = 0
@@ -205,7 +205,7 @@ def summarize(rows: list[KVMetricsLine]) -> TransferSummary:
 
 
 # -- /metrics ---------------------------------------------------------------------------------------
-@dataclass
+@record
 class Sample:
     name: str
     labels: dict[str, str]

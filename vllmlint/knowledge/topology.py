@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from ..model.record import record
 from pathlib import Path
 
 from ..model.lazyre import lazy_re
@@ -48,7 +48,7 @@ __all__ = [
 # Links and topology
 # --------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Link:
     """How two GPUs (or two hosts) are connected, as far as a KV transfer is concerned."""
 
@@ -170,7 +170,7 @@ _DEVICE_LABEL = lazy_re(r"[A-Za-z][A-Za-z0-9_.:-]*\d")
 _RULE_LINE = lazy_re(r"\s*\|?[\s|:+=-]*-[\s|:+=-]*")
 
 
-@dataclass
+@record
 class _Matrix:
     kind: str                              # "p2p-matrix" | "link-matrix"
     gpus: list[int]                        # GPU indices in row order
@@ -336,7 +336,7 @@ BANDWIDTH: dict[str, float] = {
 # Model geometry
 # --------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelGeometry:
     name: str
     num_layers: int
@@ -630,7 +630,7 @@ def _fmt_seconds(s: float) -> str:
     return f"{s * 1e6:.0f} us"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TransferEstimate:
     bytes: int
     seconds: float

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import sys
-from dataclasses import dataclass, field
+from ..model.record import field, record
 from pathlib import Path
 
 KEYS = {"target-version", "select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
@@ -30,7 +30,7 @@ class ConfigError(Exception):
     pass
 
 
-@dataclass
+@record
 class Settings:
     """The run's settings: defaults, then the settings file, then the command line."""
     source: str | None = None                      # the file the settings came from

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from ..model.record import record
 from pathlib import Path
 
 from ..model.lazyre import lazy_re
@@ -24,7 +24,7 @@ NOT_DOCKERFILE = (".py", ".pyc", ".pyi", ".md", ".rst", ".adoc", ".txt", ".json"
                   ".diff", ".patch", ".png", ".svg")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Candidate:
     """A file to check: where it is, how it is reported, and what kind of file it is."""
     path: Path        # absolute

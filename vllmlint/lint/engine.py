@@ -6,8 +6,7 @@ run therefore has nothing left to do.
 """
 from __future__ import annotations
 
-import traceback
-from dataclasses import dataclass, field
+from ..model.record import field, record
 from pathlib import Path
 
 from .discovery import Candidate
@@ -18,7 +17,7 @@ from .registry import Rule
 MAX_PASSES = 8
 
 
-@dataclass
+@record
 class Outcome:
     findings: list[Finding]                     # what remains
     problems: list[Problem]
@@ -108,6 +107,7 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
             try:
                 findings.extend(rule.check(project))
             except Exception as err:   # a rule bug must not hide the other rules' findings
+                import traceback            # here: only a rule that crashed needs it
                 where = traceback.extract_tb(err.__traceback__)[-1]
                 problems.append(Problem("vllmlint", 0, f"internal error in {rule.code}: {err!r} "
                                         f"at {Path(where.filename).name}:{where.lineno}"))

@@ -12,7 +12,7 @@ within their folder, so the P/D consistency checks still run.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from ..model.record import field, record
 from pathlib import PurePosixPath
 
 from ..parsers.detect import REFERENCE_PROXIES, VALIDATING_ROUTERS
@@ -29,7 +29,7 @@ SCALE_OUT_RE = re.compile(r"^/(?:v1/(?:chat/completions|completions|messages|res
 ROLE_PRODUCER, ROLE_CONSUMER, ROLE_BOTH = "kv_producer", "kv_consumer", "kv_both"
 
 
-@dataclass
+@record
 class Call:
     """Something in the tree that calls a server: a URL written in a file."""
 
@@ -49,7 +49,7 @@ class Call:
         return f"{self.file.display}:{self.file.line_col(self.span[0])[0]}"
 
 
-@dataclass
+@record
 class ProxyInfo:
     launch: Launch
     flavour: str                  # reference-multiturn | reference-demo | reference-toy | other, or for a

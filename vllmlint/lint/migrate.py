@@ -6,7 +6,7 @@ release as the target, on the result of the step before."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from ..model.record import record
 
 from ..model.launch import Edit, SourceFile
 from .project import Project
@@ -85,7 +85,7 @@ def _app_version_bumps(project: Project, source: SourceFile, target) -> list:
                  Edit(source, m.start("v"), m.end("v"), new))]
 
 
-@dataclass
+@record
 class Bump:
     file: SourceFile
     line: int
@@ -195,7 +195,7 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
 # --------------------------------------------------------------------------------------------
 # The current release and the chain of steps
 # --------------------------------------------------------------------------------------------
-@dataclass
+@record
 class Detected:
     version: tuple[int, int, int]
     where: str                  # "image tag vllm/vllm-openai:v0.27.0 (k8s/a.yaml:9)"
@@ -237,7 +237,7 @@ def steps_between(start: tuple[int, int, int] | None, target: tuple[int, int, in
     return middle + [target]
 
 
-@dataclass
+@record
 class Step:
     version: tuple[int, int, int]
     fixed: list                 # findings whose fix this step applied
@@ -250,7 +250,7 @@ def step_key(finding) -> tuple:
     return finding.code, finding.file.display, re.sub(r"\d+\.\d+\.\d+", "X", finding.message)
 
 
-@dataclass
+@record
 class Chain:
     steps: list[Step]
     outcome: object             # engine.Outcome of the whole chain (originals -> final texts)

@@ -5,7 +5,7 @@ Linking is the first layer of the deployment graph: ConfigMaps reach the workloa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..model.record import field, record
 from pathlib import Path
 
 from .discovery import Candidate
@@ -37,7 +37,7 @@ def parser_for(kind: str):
     return None
 
 
-@dataclass
+@record
 class Problem:
     """A file that could not be checked: reported as `path:line: reason`."""
 
@@ -53,7 +53,7 @@ class Problem:
         return f"{self.display}:{self.line}: {mask_secrets(self.reason)}"
 
 
-@dataclass
+@record
 class Project:
     files: list[ParsedFile] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)

@@ -10,7 +10,7 @@ Every file kind vllmlint reads uses `#` comments, so one syntax serves all five.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..model.record import field, record
 
 from ..model.launch import Finding, SourceFile
 from ..model.lazyre import lazy_re
@@ -19,7 +19,7 @@ DIRECTIVE_RE = lazy_re(
     r"#\s*vllmlint:\s*(?P<kind>disable-file|disable)\s*=\s*(?P<codes>[A-Za-z0-9_,\s]+?)\s*(?:--\s*(?P<reason>.*?))?\s*$")
 
 
-@dataclass
+@record
 class Directive:
     """A `# vllmlint: disable=...` comment: the codes it silences, and where."""
     file: SourceFile
@@ -48,7 +48,7 @@ def directives(source: SourceFile) -> list[Directive]:
     return found
 
 
-@dataclass
+@record
 class Suppressed:
     """A finding that was silenced, and by what."""
     finding: Finding

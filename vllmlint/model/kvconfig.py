@@ -5,7 +5,7 @@ them and fixes can edit one member."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from .record import field, record
 
 from .jsonpos import Located, locate
 from .launch import Arg, Launch, PerLaunch, SourceFile, Span, normalize_flag
@@ -21,7 +21,7 @@ def truthy(value) -> bool:
     return bool(value) and value is not None
 
 
-@dataclass
+@record
 class KVConfig:
     """A launch's KV transfer config (`--kv-transfer-config`), as JSON and where it is written."""
     launch: Launch

@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from .record import MISSING, field, record
 from pathlib import Path
 
 from .lazyre import lazy_re
@@ -16,7 +16,7 @@ from .lazyre import lazy_re
 Span = tuple[int, int]
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class SourceFile:
     """A file read for the check: its path, how it is reported, and its text."""
     path: Path            # absolute path on disk
@@ -41,7 +41,7 @@ class SourceFile:
         return self.text[start:end if end >= 0 else len(self.text)].rstrip("\r")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edit:
     """Replace text[start:end] of `file` with `text`."""
 
@@ -50,6 +50,14 @@ class Edit:
     end: int
     text: str
 
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, file, start, end, text):
+        d = self.__dict__                  # frozen: its own __setattr__ refuses
+        d["file"] = file
+        d["start"] = start
+        d["end"] = end
+        d["text"] = text
+
     def key(self) -> tuple:
         return (str(self.file.path), self.start, self.end, self.text)
 
@@ -57,7 +65,7 @@ class Edit:
         return (Edit, (self.file, self.start, self.end, self.text))     # a tuple: cheapest to pickle
 
 
-@dataclass
+@record
 class Fix:
     """The edits that fix a finding, with what they do."""
     edits: list[Edit]
@@ -123,7 +131,7 @@ class KnownOffsets:
 KNOWN_ON_ARRIVAL = KnownOffsets(None)
 
 
-@dataclass
+@record
 class Arg:
     """One argv token. `span` is the raw token in the file (quotes included) when it has one."""
 
@@ -137,6 +145,16 @@ class Arg:
     locate: Callable[[], Sequence[int] | None] | None = field(default=None, repr=False, compare=False)
 
     _offsets: object = field(default=None, repr=False, compare=False)     # memo of `offsets`
+
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, value, file=None, span=None, dynamic=False, splits=False, locate=None, _offsets=None):
+        self.value = value
+        self.file = file
+        self.span = span
+        self.dynamic = dynamic
+        self.splits = splits
+        self.locate = locate
+        self._offsets = _offsets
 
     @property
     def offsets(self) -> Sequence[int] | None:
@@ -207,7 +225,7 @@ class Arg:
 _ARG_FIELDS = ("value", "file", "span", "dynamic", "splits", "locate", "_offsets")
 
 
-@dataclass
+@record
 class EnvEntry:
     """One environment setting, where it is written, and how to remove it."""
 
@@ -218,6 +236,16 @@ class EnvEntry:
     origin: str                # e.g. "Dockerfile ENV", "compose environment", "k8s env", "ConfigMap data"
     removal: list[Edit] | None = None   # edits that remove exactly this setting; None if unsafe
     launches: list["Launch"] = field(default_factory=list)   # the launches it reaches
+
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, name, value, file, span, origin, removal=None, launches=MISSING):
+        self.name = name
+        self.value = value
+        self.file = file
+        self.span = span
+        self.origin = origin
+        self.removal = removal
+        self.launches = [] if launches is MISSING else launches
 
     @property
     def line(self) -> int:
@@ -240,7 +268,7 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return text
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AppendSite:
     """Where and how one more argv item is written after the last one."""
 
@@ -262,7 +290,7 @@ OTHER = "other"            # another vllm subcommand (bench, chat, ...)
 ENGINE = "engine"          # the Python engine API: LLM(...), AsyncEngineArgs(...), from_engine_args
 
 
-@dataclass
+@record
 class Launch:
     """One vLLM (or proxy) launch: its argv and environment, with where each part is written."""
     kind: str
@@ -368,7 +396,7 @@ def normalize_flag(flag: str) -> str:
     return "--" + flag.lstrip("-").replace("_", "-")
 
 
-@dataclass
+@record
 class ParseError(Exception):
     """A file that could not be parsed: the line, and why."""
     line: int
@@ -378,7 +406,7 @@ class ParseError(Exception):
         return self.reason
 
 
-@dataclass
+@record
 class Finding:
     """One finding of a rule: where, what, and its fix if it has one."""
     code: str
@@ -399,7 +427,7 @@ class Finding:
         return (self.file.display, *self.line_col, self.code)
 
 
-@dataclass
+@record
 class ServiceRef:
     """A Kubernetes Service: its name reaches the pods its selector matches."""
 
@@ -408,7 +436,7 @@ class ServiceRef:
     ports: dict[int, int | str]      # service port -> target port
 
 
-@dataclass
+@record
 class ParsedFile:
     """What a parser returns for one file."""
 

@@ -8,7 +8,7 @@ the program words themselves.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from ..model.record import record
 
 from ..model.launch import API_SERVER, OTHER, PROXY, RENDER, SERVE, TOKENS_ONLY, normalize_flag
 from ..model.lazyre import lazy_re
@@ -35,7 +35,7 @@ PYTHON_RE = re.compile(r"^(?:.*/)?python[\d.]*$")
 VLLM_SUBCOMMANDS = {"serve", "launch", "bench", "chat", "complete", "collect-env", "run-batch"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Detected:
     """A command recognised as a launch: its kind, and where its program and options start."""
     kind: str
@@ -157,7 +157,7 @@ APPTAINERS = ("apptainer", "singularity")
 RUNTIME_OPTIONS_RE = lazy_re(r"^\$(?:\{\w+\[[@*]\]\}|[@*]|\{[@*]\}|\{?\w*(?i:opt|flag|arg)\w*\}?)$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ContainerRun:
     """`docker|podman|nerdctl run [OPTS] IMAGE [ARGS]` or `apptainer|singularity exec|run|
     instance start [OPTS] IMAGE [ARGS]`, by index into the words."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from ..model.record import record
 
 from .detect import detect, is_vllm_image, serve_kind
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile, remove_from_run
@@ -17,13 +17,21 @@ from .shell_lex import commands
 DIRECTIVE_RE = re.compile(r"^#\s*escape\s*=\s*(\S)", re.I)
 
 
-@dataclass
+@record
 class Instruction:
     keyword: str          # upper case
     start: int            # file offset of the keyword
     end: int              # file offset just past the instruction's last line break
     args: str             # the arguments, continuations joined
     omap: list[int]       # file offset of each character of args
+
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, keyword, start, end, args, omap):
+        self.keyword = keyword
+        self.start = start
+        self.end = end
+        self.args = args
+        self.omap = omap
 
     def fspan(self, i: int, j: int) -> tuple[int, int]:
         return self.omap[i], self.omap[j - 1] + 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from ..model.record import field, record
 from pathlib import Path
 
 import yaml
@@ -105,7 +105,7 @@ def render(root: Path, values: dict | None, name: str = "release", namespace: st
     raise RenderError("no Helm engine (pip install 'vllmlint[helm]' or put `helm` on PATH)")
 
 
-@dataclass
+@record
 class Origin:
     """Where one string value of a values file is written."""
 
@@ -124,7 +124,7 @@ class Origin:
         return self.node.start_mark.column + 1
 
 
-@dataclass
+@record
 class ValuesSet:
     """One rendering's values: the real ones, the marker ones, and what each marker stands for."""
 
@@ -198,7 +198,7 @@ def _nodes_with_parents(node, parents=()):
             yield from _nodes_with_parents(v, parents + ((node, None),))
 
 
-@dataclass
+@record
 class Rendering:
     """One values set of one chart as Helm rendered it: what a fix in those values is checked
     against (render again, require nothing else changed)."""
@@ -261,7 +261,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
     kind = engine()
     readonly: set[Path] = set()
     for root in roots:
-        from dataclasses import replace
+        from ..model.record import replace
         # a copy: the parse cache keeps the parser's own ParsedFile, notes are per run
         chart_pf = files[by_path[root / "Chart.yaml"]] = replace(files[by_path[root / "Chart.yaml"]],
                                                                  notes=list(files[by_path[root / "Chart.yaml"]].notes))
@@ -388,7 +388,7 @@ def _prefer_values_shapes(files: list, root: Path) -> None:
             and re.fullmatch(r"values(?:[-.].+)?\.ya?ml", pf.source.path.name)]
     if not vals:
         return
-    from dataclasses import replace
+    from ..model.record import replace
 
     shaped = [l for pf in vals for l in pf.launches]
     for i, pf in enumerate(files):

@@ -13,7 +13,7 @@ else the name of the file written (`> x.yaml`, `tee x.yaml`), else the body's fi
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from ..model.record import replace
 
 from ..model.launch import AppendSite, Edit, EnvEntry, ParsedFile, SourceFile
 from ..model.lazyre import lazy_re

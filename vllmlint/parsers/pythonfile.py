@@ -37,9 +37,8 @@ import bisect
 import json
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from ..model.record import field, record
 from pathlib import Path
-from typing import Any
 
 from .detect import REFERENCE_PROXIES, container_run, detect, serve_kind
 from ..model.launch import (ENGINE, SERVE, AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile,
@@ -150,13 +149,17 @@ def _check_nesting(tree: ast.Module) -> None:
 
 # -- string literals ---------------------------------------------------------------------------
 
-@dataclass
+@record
 class Lit:
     """Decoded characters of a literal: (char, source start, source end) each."""
     chars: list[tuple[str, int, int]]
 
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, chars):
+        self.chars = chars
 
-@dataclass
+
+@record
 class Dyn:
     """A part known only at run time: how it is written, and where."""
     display: str
@@ -249,43 +252,50 @@ def _fields(pieces: list[Lit | Dyn], pattern: re.Pattern, escapes: dict[str, str
 
 # -- the parser --------------------------------------------------------------------------------
 
-@dataclass
+@record
 class Seg:
     """One contribution to an argv list: items of a list literal, one appended item, or an
     expression we cannot read (its items are unknown)."""
     kind: str                      # list | item | opaque
-    node: Any                      # the list literal, the item, or the opaque expression
+    node: object                      # the list literal, the item, or the opaque expression
     elems: list = field(default_factory=list)    # kind == list: the element nodes taken
     owner: str = ""                # key of the named list that wrote it ("" for anonymous)
     splits: bool = False           # item added in a loop: any number of items
 
 
-@dataclass
+@record
 class Chain:
     key: str                       # "" for a list literal / `+` expression used in place
     scope: "Scope"
-    anchor: Any
+    anchor: object
     segs: list[Seg] = field(default_factory=list)
     unfollowable: str | None = None
     consumed: int = 0
 
 
-@dataclass
+@record
 class Scope:
     name: str                      # qualified function or class name; "" for the module
     parent: "Scope | None"
     is_class: bool = False
     chains: dict[str, Chain] = field(default_factory=dict)
-    strings: dict[str, Any] = field(default_factory=dict)
+    strings: dict[str, object] = field(default_factory=dict)
     loops: int = 0
 
 
-@dataclass
+@record
 class StringCandidate:
-    node: Any
+    node: object
     scope: Scope
     prose: bool                    # docstring, log message, comparison, ...
     forced: bool = False           # handed to a shell (shell=True, os.system, ...)
+
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, node, scope, prose, forced=False):
+        self.node = node
+        self.scope = scope
+        self.prose = prose
+        self.forced = forced
 
 
 class _Arg:
@@ -573,7 +583,7 @@ class _Parser:
         self.pf = ParsedFile(source)
         self.module_scope = Scope("", None)
         self.scope = self.module_scope
-        self.stack: list[Any] = []
+        self.stack: list[object] = []
         self.chains: list[Chain] = []
         self.handled: set[int] = set()         # ids of list/`+` nodes owned by a chain
         self.strings: dict[int, StringCandidate] = {}
@@ -583,11 +593,11 @@ class _Parser:
         self.launch_elems: set[int] = set()
         self.placeholders: list[str] = []
         self.tokens: dict[int, list[_Tok]] = {}
-        self.imports: list[tuple[int, int, Any]] = []   # (tree level, order, node): for _EngineScan
+        self.imports: list[tuple[int, int, object]] = []   # (tree level, order, node): for _EngineScan
         self.inside_prose = 0          # Compare, Raise and Assert nodes on the stack
         self.inside_compare = 0        # Compare nodes on the stack
         self.returns: dict[str, list[Chain | None]] = {}   # function name -> the argv lists it returns
-        self.dicts: dict[str, Any] = {}                   # name -> the dict literal last bound to it
+        self.dicts: dict[str, object] = {}                   # name -> the dict literal last bound to it
         self.containers: list[tuple] = []                 # docker SDK `containers.run(...)` calls
 
     # -- positions -------------------------------------------------------------------------
@@ -2101,7 +2111,7 @@ def _vllm_module(name: str | None) -> bool:
     return "vllm" in parts and "sglang" not in parts
 
 
-@dataclass
+@record
 class KeywordArg(Arg):
     """An engine argument written as a Python keyword (`swap_space=4`), a dict entry
     (`"swap_space": 4`) or an attribute (`args.swap_space = 4`): option names are spelled
@@ -2109,7 +2119,7 @@ class KeywordArg(Arg):
     keyword_style: str = "keyword"        # keyword | key | attribute
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KeywordSite(AppendSite):
     """Adds an engine argument to a call as a keyword: `--enable-scale-out` -> `enable_scale_out=True`."""
 

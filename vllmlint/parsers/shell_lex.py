@@ -6,14 +6,14 @@ We never run a shell: this module only lexes text. It must never raise on any in
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from ..model.record import MISSING, field, record
 
 
-# Word and Operator are built once per token, so they are slotted dataclasses: a frozen
-# dataclass's __init__ sets each field through object.__setattr__ (3x slower to build) and
+# Word and Operator are built once per token, so they are slotted records: a frozen
+# record's __init__ sets each field through object.__setattr__ (3x slower to build) and
 # its instances carry a dict. They are never changed after lexing; unsafe_hash keeps them
 # hashable by value as frozen ones were.
-@dataclass(slots=True, unsafe_hash=True)
+@record(slots=True, unsafe_hash=True)
 class Word:
     """One shell word.
 
@@ -37,8 +37,17 @@ class Word:
     dynamic: bool = False
     splits: bool = False
 
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, value, start, end, offsets, dynamic=False, splits=False):
+        self.value = value
+        self.start = start
+        self.end = end
+        self.offsets = offsets
+        self.dynamic = dynamic
+        self.splits = splits
 
-@dataclass(slots=True, unsafe_hash=True)
+
+@record(slots=True, unsafe_hash=True)
 class Operator:
     """Control operator or separator: one of  ; & && || | |& ;; ( ) { } and '\\n' (newline)."""
 
@@ -46,8 +55,14 @@ class Operator:
     start: int
     end: int
 
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, text, start, end):
+        self.text = text
+        self.start = start
+        self.end = end
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class ArrayAssign:
     """`NAME=( elem elem ... )` or `NAME+=(...)`, comments and newlines allowed inside."""
 
@@ -67,7 +82,7 @@ def lex(src: str, redirects: bool = False) -> list[Word | Operator | ArrayAssign
     return tokens if redirects else [t for t in tokens if not isinstance(t, Redirect)]
 
 
-@dataclass
+@record
 class Heredoc:
     """A here-document: `<<DELIM` (`<<-`, quoted delimiter) and where its body lies.
     body_start/body_end: the body lines (terminator line excluded); -1 until the body is read.
@@ -81,7 +96,7 @@ class Heredoc:
     body_end: int = -1
 
 
-@dataclass
+@record
 class Redirect:
     """A redirection kept for readers that need it (`> x.yaml`, `<<EOF`); `target` is the
     word it names (None for a heredoc)."""
@@ -93,7 +108,7 @@ class Redirect:
     heredoc: Heredoc | None = None
 
 
-@dataclass
+@record
 class SimpleCommand:
     assignments: list[Word]   # leading NAME=value words (value part not split out)
     arrays: list[ArrayAssign]  # array assignments in this command position
@@ -107,6 +122,17 @@ class SimpleCommand:
     # the `for` loops around it, outermost first: each the words of its header (`i in 0 1 2`,
     # `(( i=0; i<N; i++ ))`); a `while`/`until` loop is None
     loops: tuple = ()
+
+    # written out: built once per token or per file (record's generic __init__ costs ~1 us more)
+    def __init__(self, assignments, arrays, words, start, end, branch=(), redirects=MISSING, loops=()):
+        self.assignments = assignments
+        self.arrays = arrays
+        self.words = words
+        self.start = start
+        self.end = end
+        self.branch = branch
+        self.redirects = [] if redirects is MISSING else redirects
+        self.loops = loops
 
 
 def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:

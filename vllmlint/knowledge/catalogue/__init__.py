@@ -20,7 +20,7 @@ release, placed after the built-in ones with a release number not above its own.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from ...model.record import record
 from functools import lru_cache
 from pathlib import Path
 
@@ -129,7 +129,7 @@ def normalize(token: str) -> str:
     return "--" + head.replace("_", "-") + dot + rest
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Match:
     """How a release reads one option token."""
     kind: str                 # exact | prefix | ambiguous | unknown
@@ -308,7 +308,7 @@ class Catalogue:
 # ------------------------------------------------------------------------------------------
 # History across releases
 # ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record(frozen=True)
 class Removal:
     """A name the catalogued releases dropped: the last release that had it, the first without it."""
     name: str

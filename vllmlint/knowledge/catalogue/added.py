@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from ...model.record import record
 from pathlib import Path
 
 from . import ENV, default_folder, folder  # noqa: F401  (here since the first release: callers import them from here)
@@ -19,7 +19,7 @@ from . import ENV, default_folder, folder  # noqa: F401  (here since the first r
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     name: str
     version: str          # the release number it carries (vllm/_version.py or --version)
