@@ -570,7 +570,9 @@ def bench(corpus: Path, opts, skip: set[str], tmp_root: Path, log) -> str:
     load_after = os.getloadavg()
     versions = [f"vllmlint {_vllmlint_rev()}", f"Python {platform.python_version()}"]
     versions += [tool_version(name, exe) for name, exe in peers.items() if exe]
-    loaded = max(load_before[0], load_after[0]) > 0.5 * ncpu
+    # other jobs: the load before the first run (at the end, the 1-minute average counts this
+    # bench's own two-process runs and hadolint's threads, so it is high on an idle machine)
+    loaded = load_before[0] > 0.5 * ncpu
     cmd = "python bench/run.py " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("run.py") else \
         "python bench/run.py"
     head = [f"## Benchmark results ({_dt.datetime.now().strftime('%Y-%m-%d %H:%M')})", "",
@@ -578,7 +580,7 @@ def bench(corpus: Path, opts, skip: set[str], tmp_root: Path, log) -> str:
             f"({', '.join(f'{len(v)} {k}' for k, v in files.items())}); bulk figures are medians of {opts.runs} "
             f"run(s), single-file figures medians of {opts.single_runs}.",
             f"Machine: {ncpu} core(s), {platform.machine()}, load average {load_before[0]:.1f} at start, "
-            f"{load_after[0]:.1f} at the end ({time.time() - started:.0f} s)"
+            f"{load_after[0]:.1f} at the end, with its own runs ({time.time() - started:.0f} s)"
             + (" — **the machine was loaded by other jobs: wall times are inflated and noisy; CPU time is the "
                "figure to compare**." if loaded else "."),
             "Versions: " + "; ".join(versions) + ".", "",
