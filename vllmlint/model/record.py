@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-__all__ = ["record", "field", "replace", "FrozenInstanceError"]
+__all__ = ["record", "field", "replace", "FrozenInstanceError", "MISSING"]
 
 
 class FrozenInstanceError(AttributeError):
@@ -216,10 +216,6 @@ def record(cls=None, /, *, frozen: bool = False, eq: bool = True, unsafe_hash: b
             raise TypeError(f"{c.__name__}: frozen slotted records are not supported (pickling)")
         return _build(c, frozen, eq, unsafe_hash, slots)
     return wrap if cls is None else wrap(cls)
-
-
-def fields(obj_or_cls) -> tuple[Field, ...]:
-    return obj_or_cls.__record_fields__
 
 
 def replace(obj, /, **changes):

@@ -9,10 +9,10 @@ import re
 from ..model.record import MISSING, field, record
 
 
-# Word and Operator are built once per token, so they are slotted records: a frozen
-# record's __init__ sets each field through object.__setattr__ (3x slower to build) and
-# its instances carry a dict. They are never changed after lexing; unsafe_hash keeps them
-# hashable by value as frozen ones were.
+# Word and Operator are built once per token, so they are slotted records (no dict per
+# instance) with a written-out __init__; record does not slot frozen classes (pickling).
+# They are never changed after lexing; unsafe_hash keeps them hashable by value as frozen
+# ones were.
 @record(slots=True, unsafe_hash=True)
 class Word:
     """One shell word.
