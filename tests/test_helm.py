@@ -345,6 +345,48 @@ spec:
     assert "envoyproxy/envoy\n  tag: v0.29.0" in (root / "values.yaml").read_text()
 
 
+def test_migrate_leaves_app_version_of_a_chart_that_runs_no_vllm_image(tmp_path):
+    """appVersion is bumped only when the image whose tag falls back to it is vLLM's: written
+    in the template line, or a values `repository` naming vLLM. A front-end chart on `python`
+    whose script merely says `vllm)` (kaito's DemoUI) keeps its appVersion; the same chart on a
+    literal `vllm/vllm-openai:{{ .Chart.AppVersion }}` is bumped."""
+    def chart(name, image, repository):
+        root = tmp_path / name
+        (root / "templates").mkdir(parents=True)
+        (root / "Chart.yaml").write_text('apiVersion: v2\nname: ui\nversion: 0.1.0\nappVersion: "0.29.0"\n')
+        (root / "values.yaml").write_text(f"image:\n  repository: {repository}\n  pullPolicy: IfNotPresent\n")
+        (root / "templates/d.yaml").write_text(f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: ui}}
+spec:
+  template:
+    spec:
+      containers:
+        - name: ui
+          image: {image}
+          command: ["/bin/sh"]
+          args:
+            - -c
+            - |
+              case "$RUNTIME" in
+                vllm) echo openai ;;
+                *) echo other ;;
+              esac
+""")
+        return root
+    values_python = chart("ui", '"{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"',
+                          "python")
+    values_vllm = chart("served", '"{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"',
+                        "vllm/vllm-openai")
+    literal = chart("literal", '"vllm/vllm-openai:{{ .Chart.AppVersion }}"', "python")
+    out = _run(["migrate", "--to", "0.30.0", str(tmp_path)])
+    assert out.returncode in (0, 1), out.stdout + out.stderr
+    assert 'appVersion: "0.29.0"' in (values_python / "Chart.yaml").read_text(), out.stdout
+    assert 'appVersion: "0.30.0"' in (values_vllm / "Chart.yaml").read_text(), out.stdout
+    assert 'appVersion: "0.30.0"' in (literal / "Chart.yaml").read_text(), out.stdout
+
+
 def test_generic_values_image_beside_args(tmp_path):
     """Values of some chart: a vLLM image beside an args list and an env list, read without the
     chart: the launch runs the image's release, its env is the list beside it; an SGLang image

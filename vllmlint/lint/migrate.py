@@ -55,6 +55,29 @@ def values_tags(source: SourceFile) -> list[tuple[int, int, str, str]]:
     return out
 
 
+# a template line whose image tag falls back to the chart's appVersion
+APP_VERSION_RE = re.compile(r"default\s+\.Chart\.AppVersion|\.Chart\.AppVersion\s*(?:\||\}\})")
+IMAGE_LITERAL_RE = re.compile(r"image:[ \t]*[\"']?(?P<ref>[^\s\"'{]+?):?[ \t]*\{\{")
+VALUES_REPOSITORY_RE = re.compile(r"\.Values\.(?P<path>[\w.]+?)\.repository\b")
+
+
+def _vllm_image_line(line: str, values: SourceFile | None) -> bool:
+    """The image on this template line is vLLM's: written in the line (`vllm/vllm-openai:{{
+    .Chart.AppVersion }}`) or read from a values `repository` that names a vLLM image. A
+    chart that only mentions vllm elsewhere (a front end whose script says `vllm)`) is not."""
+    from ..knowledge.images import is_vllm_image
+
+    literal = IMAGE_LITERAL_RE.search(line)
+    if literal and is_vllm_image(literal.group("ref")):
+        return True
+    ref = VALUES_REPOSITORY_RE.search(line)
+    if ref is None or values is None:
+        return False
+    from ..parsers.helm_values import values_at
+
+    return is_vllm_image(values_at(values.text, ref.group("path").split(".") + ["repository"]))
+
+
 def _app_version_bumps(project: Project, source: SourceFile, target) -> list:
     """A chart's `appVersion` when it names the vLLM release the chart deploys: a template
     falls back to it for a vLLM image's tag (`default .Chart.AppVersion`), or the chart's
@@ -66,14 +89,12 @@ def _app_version_bumps(project: Project, source: SourceFile, target) -> list:
     if parsed is None or parsed.version is None or parsed.version >= target:
         return []
     root = source.path.parent
-    names = False
+    values = next((o for o in project.sources if o.path == root / "values.yaml"), None)
+    names = values is not None and any(t == parsed.text for _, _, t, _ in values_tags(values))
     for other in project.sources:
-        p = other.path
-        if p == root / "values.yaml" and any(t == parsed.text for _, _, t, _ in values_tags(other)):
-            names = True
-        elif p.is_relative_to(root / "templates") and re.search(r"vllm", other.text) \
-                and re.search(r"default\s+\.Chart\.AppVersion|\.Chart\.AppVersion\s*\|", other.text):
-            names = True
+        if not names and other.path.is_relative_to(root / "templates") and ".Chart.AppVersion" in other.text:
+            names = any(_vllm_image_line(line, values) for line in other.text.splitlines()
+                        if APP_VERSION_RE.search(line))
     if not names:
         return []
     line = source.line_col(m.start("v"))[0]

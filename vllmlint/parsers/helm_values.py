@@ -160,6 +160,21 @@ def image_beside(parent) -> str | None:
     return image if ref is not None and is_vllm_image(ref) else None
 
 
+def values_at(text: str, path: list[str]) -> str | None:
+    """The scalar at a dotted values path (`image.repository`) in a values file's first
+    document; None when the file does not compose or the path leads elsewhere."""
+    from .yaml_source import compose_all
+
+    try:
+        docs = compose_all(text)
+    except Exception:           # YamlError, or odd input the composer trips on: no answer
+        return None
+    node = docs[0] if docs else None
+    for key in path:
+        node = _get(node, key) if isinstance(node, yaml.MappingNode) else None
+    return _scalar(node)
+
+
 def vllm_values_tags(text: str) -> list[tuple[yaml.ScalarNode, str]]:
     """`tag` scalars next to a `repository` that names a vLLM image (`image: {repository,
     tag}` or side by side, as production-stack's modelSpec): (tag node, repository). Only these
