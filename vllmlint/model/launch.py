@@ -288,6 +288,9 @@ API_SERVER = "api-server"  # python -m vllm.entrypoints.openai.api_server
 PROXY = "proxy"            # a router / reference proxy
 OTHER = "other"            # another vllm subcommand (bench, chat, ...)
 ENGINE = "engine"          # the Python engine API: LLM(...), AsyncEngineArgs(...), from_engine_args
+# `via` of a launch KubeAI's operator starts (a Model, a models-chart entry): its image is the
+# operator's (`modelServers.VLLM.images`), never the Model's own
+KUBEAI_VIA = "via KubeAI"
 
 
 @record

@@ -24,7 +24,7 @@ import re
 
 import yaml
 
-from ..model.launch import ENGINE, OTHER, Arg, EnvEntry, Launch
+from ..model.launch import ENGINE, KUBEAI_VIA, OTHER, Arg, EnvEntry, Launch
 from .yaml_source import YamlError, compose_all
 from ..model.lazyre import lazy_re
 
@@ -82,7 +82,7 @@ def kubeai_model(parser, doc: yaml.Node, owner: str, index: int) -> None:
                        known_vllm=True)
     for launch in parser.pf.launches[before:]:
         launch.program = "KubeAI Model (engine: VLLM)"
-        launch.via = f"via KubeAI {owner}, engine: VLLM (line {_get(spec, 'engine').start_mark.line + 1})"
+        launch.via = f"{KUBEAI_VIA} {owner}, engine: VLLM (line {_get(spec, 'engine').start_mark.line + 1})"
         if not isinstance(args, yaml.SequenceNode):
             launch.not_editable = "its flags are KubeAI's own (the Model has no `args` list)"
     if isinstance(args, yaml.SequenceNode):

@@ -160,9 +160,9 @@ def image_beside(parent) -> str | None:
     return image if ref is not None and is_vllm_image(ref) else None
 
 
-def values_at(text: str, path: list[str]) -> str | None:
-    """The scalar at a dotted values path (`image.repository`) in a values file's first
-    document; None when the file does not compose or the path leads elsewhere."""
+def _node_at(text: str, path: list[str]) -> yaml.Node | None:
+    """The node at a values path (`image`, `repository`) in a values file's first document;
+    None when the file does not compose or the path leads elsewhere."""
     from .yaml_source import compose_all
 
     try:
@@ -172,7 +172,21 @@ def values_at(text: str, path: list[str]) -> str | None:
     node = docs[0] if docs else None
     for key in path:
         node = _get(node, key) if isinstance(node, yaml.MappingNode) else None
-    return _scalar(node)
+    return node
+
+
+def values_at(text: str, path: list[str]) -> str | None:
+    """The scalar at a values path (`image.repository`), or None."""
+    return _scalar(_node_at(text, path))
+
+
+def values_mapping_at(text: str, path: list[str]) -> dict[str, str]:
+    """The scalar entries of the mapping at a values path (`modelServers.VLLM.images`)."""
+    node = _node_at(text, path)
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: v.value for k, v in node.value
+            if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
 
 
 def vllm_values_tags(text: str) -> list[tuple[yaml.ScalarNode, str]]:

@@ -15,8 +15,8 @@ import yaml
 from . import crds
 from .detect import SHELLS, basename, detect, is_vllm_image, serve_kind
 from ..knowledge.images import is_vllm_image as is_vllm_build     # any build (rocm/vllm-dev): its release
-from ..model.launch import (AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef, SourceFile,
-                     normalize_flag)
+from ..model.launch import (KUBEAI_VIA, AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef,
+                     SourceFile, normalize_flag)
 from .yaml_edit import append_site, remove_item
 from .yaml_edit import content_end as yaml_edit_end
 from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
@@ -627,7 +627,7 @@ class YamlParser:
                          known_vllm=engine == "vllm" or kserve_vllm)
         for launch in self.pf.launches[before:]:
             if launch.program == "image entrypoint" and (engine == "vllm" or kserve_vllm):
-                launch.via = "via KubeAI engine: VLLM" if engine == "vllm" else \
+                launch.via = f"{KUBEAI_VIA} engine: VLLM" if engine == "vllm" else \
                     "via KServe modelFormat vLLM (a vLLM serving runtime; the runtime's args come first)"
         if len(self.pf.launches) == before:
             self._args_in_env(node, image, env, context, group, env_from)
@@ -678,7 +678,7 @@ class YamlParser:
                         program=f"vllm serve (flags from `{key}`)", append_site=site, env=env, image=image,
                         not_editable=None if site else "its list ends in a form vllmlint does not edit")
         if engine == "vllm":
-            launch.via = f"via KubeAI engine: VLLM (flags from `{key}`)"
+            launch.via = f"{KUBEAI_VIA} engine: VLLM (flags from `{key}`)"
         self._add([launch], [])
 
     def _args_in_env(self, container, image, env, context, group, env_from) -> None:
