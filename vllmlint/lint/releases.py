@@ -115,12 +115,12 @@ def kubeai_server_release(project, extra_images: tuple[str, ...] = ()) -> tuple:
     """(release, why) of the vLLM images KubeAI's operator runs, from a KubeAI chart's values
     in the tree (`modelServers: {VLLM: {images: {default: vllm/vllm-openai:v0.8.3, ...}}}`):
     the oldest release they name; (None, "") when the tree has none."""
+    from ..parsers.helm_values import values_mapping_at
+
     found: list[tuple[tuple[int, int, int], str]] = []
     for source in project.sources:
         if source.kind not in ("yaml", "k8s") or "modelServers" not in source.text:
             continue
-        from ..parsers.helm_values import values_mapping_at
-
         for key, value in values_mapping_at(source.text, ["modelServers", "VLLM", "images"]).items():
             version = release_from_image(value, extra_images)
             if version is not None:
