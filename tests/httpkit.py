@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import AsyncIterator, Awaitable, Callable
 
 import aiohttp
 from aiohttp import web
@@ -27,6 +27,7 @@ class Response:
     status: int = 200
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
+    stream: AsyncIterator[bytes] | None = None    # a body written piece by piece (server-sent events)
 
     @classmethod
     def json(cls, obj, status: int = 200, headers: dict[str, str] | None = None) -> "Response":
@@ -59,7 +60,14 @@ class Server:
         req = Request(request.method, request.path, request.query_string,
                       {k.lower(): v for k, v in request.headers.items()}, body)
         resp = await self.handler(req)
-        return web.Response(body=resp.body, status=resp.status, headers=resp.headers)
+        if resp.stream is None:
+            return web.Response(body=resp.body, status=resp.status, headers=resp.headers)
+        out = web.StreamResponse(status=resp.status, headers=resp.headers)
+        await out.prepare(request)
+        async for piece in resp.stream:
+            await out.write(piece)
+        await out.write_eof()
+        return out
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> "Server":
         self._runner = web.ServerRunner(web.Server(self._handle, access_log=None), handle_signals=False)

@@ -25,8 +25,15 @@ from vllmlint.pd.router import Backend, Router, build_parser, router_from_args
 class FakeEngine:
     """One vLLM-like engine: `role` is prefill, decode or render."""
 
-    def __init__(self, role: str, replies: list[list[str]] | None = None, render_status: int = 200):
+    def __init__(self, role: str, replies: list[list[str]] | None = None, render_status: int = 200,
+                 event_delay: float = 0.0, stream_kv: bool = True):
         self.role = role
+        self.event_delay = event_delay            # seconds between two streamed events
+        self.stream_kv = stream_kv                # vLLM 0.33+: D's kv_transfer_params in the last chunk
+        self.sent_at: list[float] = []            # when each streamed event was written (loop time)
+        # lock-step: with a queue, each event after the first waits until the client put an item
+        # (it received the previous one), so a router that held events back never finishes
+        self.gate: asyncio.Queue | None = None
         self.replies = list(replies or [])
         self.render_status = render_status
         self.requests: list[tuple[str, dict]] = []
@@ -52,8 +59,8 @@ class FakeEngine:
             ids = encode(render(body["messages"]))
             return httpkit.Response.json({"request_id": "chatcmpl-r", "token_ids": ids, "model": body.get("model"),
                                          "sampling_params": {"max_tokens": 16}, "stream": False})
-        if body.get("stream"):
-            return httpkit.Response.json({"error": "the fake engines do not stream"}, 400)
+        if body.get("stream") and self.role != "decode":
+            return httpkit.Response.json({"error": "prefill is never asked to stream"}, 400)
         if body.get("model") == "nope":
             return httpkit.Response.json({"error": "model nope does not exist"}, 404)
         kv = body.get("kv_transfer_params") or {}
@@ -75,10 +82,49 @@ class FakeEngine:
         resp = {"id": "chatcmpl-d", "object": "chat.completion", "created": 1, "model": body.get("model"),
                 "choices": [choice], "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(output)},
                 "kv_transfer_params": d_params(prompt, output, remote_host="localhost")}
+        if body.get("stream"):
+            return httpkit.Response(200, headers={"content-type": "text/event-stream"},
+                                    stream=self._events(body, prompt, pieces, output, resp["kv_transfer_params"]))
         if body.get("return_token_ids"):
             resp["prompt_token_ids"] = prompt
             choice["token_ids"] = output
         return httpkit.Response.json(resp)
+
+    async def _events(self, body: dict, prompt: list[int], pieces: list[str], output: list[int], kv: dict):
+        """vLLM 0.30's chat stream: a role chunk (with prompt_token_ids when asked), one chunk per
+        piece (its token ids), the finish chunk (the end-of-turn token), usage when asked, [DONE]."""
+        ids = body.get("return_token_ids")
+        common = {"id": "chatcmpl-d", "object": "chat.completion.chunk", "created": 1, "model": body.get("model")}
+
+        def event(obj) -> bytes:
+            return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+        chunks = [dict(common, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                         "logprobs": None, "finish_reason": None}],
+                       **({"prompt_token_ids": prompt} if ids else {}))]
+        for piece in pieces:
+            choice = {"index": 0, "delta": {"content": piece}, "logprobs": None, "finish_reason": None}
+            if ids:
+                choice["token_ids"] = encode(piece)
+            chunks.append(dict(common, choices=[choice]))
+        last = {"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop", "stop_reason": None}
+        if ids:
+            last["token_ids"] = output[-1:]
+        chunks.append(dict(common, choices=[last], **({"kv_transfer_params": kv} if self.stream_kv else {})))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append(dict(common, choices=[], usage={"prompt_tokens": len(prompt),
+                                                          "completion_tokens": len(output)}))
+        loop = asyncio.get_running_loop()
+        for i, data in enumerate([event(c) for c in chunks] + [b"data: [DONE]\n\n"]):
+            if i and self.gate is not None:
+                try:
+                    await asyncio.wait_for(self.gate.get(), 10)
+                except asyncio.TimeoutError:
+                    return                        # the client never got the last event: the stream is cut
+            elif i and self.event_delay:
+                await asyncio.sleep(self.event_delay)
+            self.sent_at.append(loop.time())
+            yield data
 
     def calls(self, suffix: str = "/v1/chat/completions") -> list[dict]:
         return [b for p, b in self.requests if p == suffix]
@@ -245,14 +291,18 @@ def test_render_tier_is_used_when_given():
     run(go())
 
 
-def test_streaming_client_gets_events_while_decode_is_called_without_streaming():
+def _events(body: bytes) -> list[str]:
+    return [e[6:] for e in body.decode().split("\n\n") if e.startswith("data: ")]
+
+
+def test_buffered_streams_call_decode_without_streaming():
     async def go():
-        p, d, _, router = await _stack([["It", " is", " sunny", "."]])
+        p, d, _, router = await _stack([["It", " is", " sunny", "."]], buffer_streams=True)
         try:
             r = await _chat(router, {"model": "qwen3", "messages": [SYSTEM, Q1], "conversation_id": "c1",
                                      "stream": True, "stream_options": {"include_usage": True}})
             assert r.status == 200 and r.headers["content-type"] == "text/event-stream"
-            events = [line[6:] for line in r.body.decode().split("\n\n") if line.startswith("data: ")]
+            events = _events(r.body)
             assert events[-1] == "[DONE]"
             chunks = [json.loads(e) for e in events[:-1]]
             text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
@@ -260,6 +310,89 @@ def test_streaming_client_gets_events_while_decode_is_called_without_streaming()
             assert chunks[-1]["usage"]["completion_tokens"] == len(sample(["It", " is", " sunny", "."]))
             assert d.calls()[0]["stream"] is False and "stream_options" not in d.calls()[0]
             assert router.guard.peek("c1") is not None
+        finally:
+            await _close(p, d, router)
+    run(go())
+
+
+async def _stream_events(url: str, body: dict, gate: asyncio.Queue | None = None
+                         ) -> tuple[dict, list[tuple[float, bytes]]]:
+    """POST and read the answer event by event: (headers, [(loop time it arrived, event bytes)]);
+    each event received puts an item on `gate` (the fake decode's lock-step)."""
+    import aiohttp
+    loop = asyncio.get_running_loop()
+    out: list[tuple[float, bytes]] = []
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
+        async with s.post(url, json=body) as r:
+            buf = b""
+            async for piece in r.content.iter_any():
+                buf += piece
+                while b"\n\n" in buf:
+                    event, buf = buf.split(b"\n\n", 1)
+                    out.append((loop.time(), event))
+                    if gate is not None:
+                        gate.put_nowait(len(out))
+            return {k.lower(): v for k, v in r.headers.items()}, out
+
+
+def test_a_streamed_answer_is_relayed_event_by_event_as_decode_sends_it():
+    """Decode in lock-step with the client: it sends each event only after the client received the
+    one before, so the answer completes only if the router relays every event as it comes (no
+    clock involved: a router that buffered would leave decode waiting and the stream cut). Then
+    the same number of events as decode's, the turn recorded from the ids read on the way, and
+    nothing the router added reaches the client. (How many ms the relay adds: the development note.)"""
+    pieces = ["It", " is", " sunny", "."]
+
+    async def go():
+        p, d, _, router = await _stack([pieces, ["Rome", "."]])
+        d.gate = asyncio.Queue()
+        try:
+            url = f"http://127.0.0.1:{router.port}/v1/chat/completions"
+            headers, got = await _stream_events(url, {"model": "qwen3", "messages": [SYSTEM, Q1],
+                                                      "conversation_id": "c1", "stream": True}, d.gate)
+            assert headers["content-type"] == "text/event-stream"
+            assert len(got) == len(d.sent_at) == 7                  # decode's event count, [DONE] included
+            assert all(arrived >= sent for (arrived, _), sent in zip(got, d.sent_at))
+            chunks = [json.loads(e[6:]) for _, e in got[:-1]]
+            assert got[-1][1] == b"data: [DONE]"
+            assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "It is sunny."
+            for c in chunks:      # the router's own additions are taken out
+                assert "kv_transfer_params" not in c and "prompt_token_ids" not in c
+                assert "token_ids" not in c["choices"][0]
+            call = d.calls()[0]
+            assert call["stream"] is True and call["return_token_ids"] is True
+            stored = router.guard.peek("c1")
+            m1 = [SYSTEM, Q1]
+            assert list(stored.token_ids) == (encode(render(m1)) + sample(pieces))[:stored.remote_num_tokens]
+            # the next turn, continuing exactly, reuses D's blocks
+            m2 = m1 + [{"role": "assistant", "content": "It is sunny."}, Q2]
+            d.gate = None
+            headers2, _ = await _stream_events(url, {"model": "qwen3", "messages": m2, "conversation_id": "c1",
+                                                     "stream": True})
+            assert headers2["x-vllmlint-guard"].startswith("hit")
+            metrics = (await httpkit.request("GET", f"http://127.0.0.1:{router.port}/metrics")).body.decode()
+            assert 'vllmlint_router_first_byte_seconds_count{path="/v1/chat/completions",streamed="true"} 2' \
+                in metrics
+        finally:
+            await _close(p, d, router)
+    run(go())
+
+
+def test_a_stream_without_kv_transfer_params_is_relayed_and_not_stored(caplog):
+    """vLLM 0.30-0.32 stream no kv_transfer_params: the answer streams, the turn is not stored."""
+    async def go():
+        p, d, _, router = await _stack([["It", "."]])
+        d.stream_kv = False
+        try:
+            with caplog.at_level(logging.INFO):
+                headers, got = await _stream_events(f"http://127.0.0.1:{router.port}/v1/chat/completions", {
+                    "model": "qwen3", "messages": [SYSTEM, Q1], "conversation_id": "c1", "stream": True,
+                    "return_token_ids": True})
+            assert got[-1][1] == b"data: [DONE]"
+            first = json.loads(got[0][1][6:])
+            assert first["prompt_token_ids"] == encode(render([SYSTEM, Q1]))      # asked for: kept
+            assert router.guard.peek("c1") is None
+            assert "reason=no-kv-transfer-params" in caplog.text and "--buffer-streams" in caplog.text
         finally:
             await _close(p, d, router)
     run(go())

@@ -304,27 +304,104 @@ def test_200_half_open_clients_are_released_while_a_normal_request_is_served():
     run(go())
 
 
-def test_connections_beyond_the_cap_get_a_503():
+async def _open_from(port: int, source: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the router from a loopback source address (127.0.0.0/8 is all local)."""
+    return await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+
+
+async def _get_from(port: int, path: str, source: str = "127.0.0.1") -> bytes:
+    reader, writer = await _open_from(port, source)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    data = await _read_all(reader, 10)
+    writer.close()
+    return data
+
+
+def test_at_the_cap_the_longest_idle_connection_is_closed_for_a_new_one():
     async def go():
-        p, d = await FakeEngine("prefill").start(), await FakeEngine("decode").start()
+        p, d = await FakeEngine("prefill").start(), await FakeEngine("decode", [["It", "."]]).start()
         router = await _router(p.backend, d.backend, limits=Limits(max_connections=5))
         conns = []
         try:
-            for _ in range(5):
+            for _ in range(5):                            # connected and silent
                 conns.append(await asyncio.open_connection("127.0.0.1", router.port))
-            await asyncio.sleep(0.2)
-            reader, writer = await asyncio.open_connection("127.0.0.1", router.port)
-            data = await _read_all(reader, 10)
-            writer.close()
-            assert data.startswith(b"HTTP/1.1 503")
+                await asyncio.sleep(0.02)
+            r = await _chat(router, BODY)                 # a sixth: the first silent one makes room
+            assert r.status == 200
+            assert await _read_all(conns[0][0], 10) == b""
+            assert router._server.evicted >= 1
+        finally:
             for _, w in conns:
                 w.close()
-            await asyncio.sleep(0.3)
-            h = await httpkit.request("GET", f"http://127.0.0.1:{router.port}/health", timeout=10)
-            assert h.status == 200
-            assert "vllmlint_router_rejected_connections_total 1" in \
-                (await httpkit.request("GET", f"http://127.0.0.1:{router.port}/metrics")).body.decode()
+            await router.close()
+            await p.server.close()
+            await d.server.close()
+    run(go())
+
+
+def test_when_every_connection_is_busy_a_request_gets_503_and_health_still_answers():
+    async def go():
+        p = await FakeEngine("prefill").start()
+        d = await RawEngine(hang=True).start()            # every request stays in progress
+        router = await _router(p.backend, d.backend, limits=Limits(max_connections=3))
+        busy = []
+        try:
+            body = json.dumps(BODY).encode()
+            for _ in range(3):
+                reader, writer = await asyncio.open_connection("127.0.0.1", router.port)
+                writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n"
+                             + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                await writer.drain()
+                busy.append((reader, writer))
+            for _ in range(200):                          # until all three reached decode
+                if d.requests == 3:
+                    break
+                await asyncio.sleep(0.05)
+            assert d.requests == 3
+            refused = await _chat(router, BODY)
+            assert refused.status == 503
+            health = await _get_from(router.port, "/health")
+            assert health.startswith(b"HTTP/1.1 200")
+            metrics = (await _get_from(router.port, "/metrics")).decode()
+            assert 'vllmlint_router_rejected_connections_total{reason="cap"} 1' in metrics
         finally:
+            for _, w in busy:
+                w.close()
+            await router.close()
+            await p.server.close()
+            await d.close()
+    run(go())
+
+
+def test_one_address_holding_its_limit_of_idle_connections_does_not_lock_out_another():
+    """Idle connections up to the per-address limit from 127.0.0.2 (and one more, refused); a
+    request from 127.0.0.3 still gets its 200. Loopback addresses only."""
+    async def go():
+        p, d = await FakeEngine("prefill").start(), await FakeEngine("decode", [["It", "."]]).start()
+        router = await _router(p.backend, d.backend,
+                               limits=Limits(max_connections=8, max_connections_per_address=4))
+        idle = []
+        try:
+            for _ in range(4):
+                idle.append(await _open_from(router.port, "127.0.0.2"))
+            extra_reader, extra_writer = await _open_from(router.port, "127.0.0.2")
+            assert (await _read_all(extra_reader, 10)).startswith(b"HTTP/1.1 503")
+            extra_writer.close()
+            reader, writer = await _open_from(router.port, "127.0.0.3")
+            body = json.dumps(BODY).encode()
+            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n"
+                         + f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+            await writer.drain()
+            answer = await _read_all(reader, 20)
+            writer.close()
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+            metrics = (await _get_from(router.port, "/metrics", "127.0.0.3")).decode()
+            assert 'vllmlint_router_rejected_connections_total{reason="per-address"} 1' in metrics
+            assert router._server.per_address["127.0.0.2"] == 4
+        finally:
+            for _, w in idle:
+                w.close()
             await router.close()
             await p.server.close()
             await d.server.close()

@@ -60,7 +60,8 @@ EXPIRED = "expired"
 EDITED = "edited-history"             # the new ids differ from the stored ones at a position < k
 NO_NEW_TOKENS = "no-new-tokens"       # the new prompt is exactly the stored ids: nothing to compute
 UNRENDERED = "unrendered"             # the new prompt's token ids are not known (render failed)
-MISS_REASONS = (NO_ENTRY, MODEL_CHANGED, EXPIRED, EDITED, NO_NEW_TOKENS, UNRENDERED)
+STORE_UNAVAILABLE = "store-unavailable"   # the shared store (--state) did not answer: recompute
+MISS_REASONS = (NO_ENTRY, MODEL_CHANGED, EXPIRED, EDITED, NO_NEW_TOKENS, UNRENDERED, STORE_UNAVAILABLE)
 
 # the fields that turn D's end-of-turn parameters into a turn-2 request for P
 _TURN2 = {"do_remote_decode": True, "do_remote_prefill": False}

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 # seconds: a request through P and D takes milliseconds on fake engines, seconds to minutes on real ones
+FIRST_BYTE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
 
@@ -50,6 +51,7 @@ class RouterMetrics:
         self.upstream_errors: Counter[tuple[str, str]] = Counter()   # (upstream, kind)
         self.client_errors: Counter[str] = Counter()                 # kind
         self.latency: dict[str, Histogram] = {}                      # path -> histogram
+        self.first_byte: dict[tuple[str, str], Histogram] = {}       # (path, streamed) -> histogram
         self.in_flight = 0
 
     def observe_request(self, path: str, status: int, seconds: float) -> None:
@@ -59,11 +61,18 @@ class RouterMetrics:
             h = self.latency[path] = Histogram()
         h.observe(seconds)
 
+    def observe_first_byte(self, path: str, streamed: bool, seconds: float) -> None:
+        key = (path, "true" if streamed else "false")
+        h = self.first_byte.get(key)
+        if h is None:
+            h = self.first_byte[key] = Histogram(FIRST_BYTE_BUCKETS)
+        h.observe(seconds)
+
     def upstream_error(self, upstream: str, kind: str) -> None:
         self.upstream_errors[(upstream, kind)] += 1
 
     def render(self, guard_counts: Mapping[str, int], guard_stats: Mapping, connections: int,
-               rejected_connections: int) -> str:
+               refused: Mapping[str, int], evicted: int = 0, store_errors: Mapping[str, int] | None = None) -> str:
         out: list[str] = []
 
         def family(name: str, kind: str, help_: str, labels: tuple[str, ...], rows) -> None:
@@ -78,8 +87,12 @@ class RouterMetrics:
         decisions = [((("hit" if r == "hit" else "miss"), r), n) for r, n in sorted(guard_counts.items())
                      if r not in ("store", "skip-store")]
         family("vllmlint_router_guard_decisions_total", "counter",
-               "Guard decisions before prefill: hit (D's blocks attached) or miss, by reason.",
+               "Guard decisions before prefill: hit (D's blocks attached) or miss, by reason "
+               "(edited-history is a refused rewrite; store-unavailable a recompute because the shared store failed).",
                ("decision", "reason"), decisions)
+        family("vllmlint_router_guard_store_errors_total", "counter",
+               "Calls to the shared guard store (--state) that failed, by operation; each one is a recompute.",
+               ("op",), sorted(((k,), v) for k, v in (store_errors or {}).items()))
         family("vllmlint_router_guard_records_total", "counter",
                "D's end-of-turn answers stored for the next turn, or skipped (not guardable).",
                ("result",), [((r,), guard_counts.get(r, 0)) for r in ("store", "skip-store")])
@@ -96,8 +109,12 @@ class RouterMetrics:
         family("vllmlint_router_open_connections", "gauge", "Client connections open now.", (),
                [((), connections)])
         family("vllmlint_router_rejected_connections_total", "counter",
-               "Client connections refused with 503 because --max-connections were open.", (),
-               [((), rejected_connections)])
+               "Client connections refused with 503, by reason: per-address (--max-connections-per-address) "
+               "or cap (--max-connections busy with requests and the probe reserve full).", ("reason",),
+               [((r,), refused.get(r, 0)) for r in ("cap", "per-address")])
+        family("vllmlint_router_evicted_connections_total", "counter",
+               "Idle client connections (no request in progress) closed to make room at --max-connections.", (),
+               [((), evicted)])
         name = "vllmlint_router_request_duration_seconds"
         out.append(f"# HELP {name} Time from the request's headers to the end of the answer, by path.")
         out.append(f"# TYPE {name} histogram")
@@ -108,6 +125,18 @@ class RouterMetrics:
                 out.append(f'{name}_bucket{{path="{_escape(path)}",le="{le}"}} {cum}')
             out.append(f'{name}_sum{{path="{_escape(path)}"}} {_num(h.sum)}')
             out.append(f'{name}_count{{path="{_escape(path)}"}} {h.count}')
+        name = "vllmlint_router_first_byte_seconds"
+        out.append(f"# HELP {name} Time from the request's headers to the first byte of the answer's body "
+                   "(streamed: the first event), by path and streamed.")
+        out.append(f"# TYPE {name} histogram")
+        for (path, streamed), h in sorted(self.first_byte.items()):
+            labels = f'path="{_escape(path)}",streamed="{streamed}"'
+            cum = 0
+            for le, n in zip(self.buckets_of(h), h.counts):
+                cum += n
+                out.append(f'{name}_bucket{{{labels},le="{le}"}} {cum}')
+            out.append(f'{name}_sum{{{labels}}} {_num(h.sum)}')
+            out.append(f'{name}_count{{{labels}}} {h.count}')
         return "\n".join(out) + "\n"
 
     @staticmethod
