@@ -52,8 +52,9 @@ class RawEngine:
     """An engine that reads one HTTP request and answers with `reply` bytes (then closes), or
     with nothing at all (`hang`): it records when the router closed the connection."""
 
-    def __init__(self, reply: bytes | None = None, hang: bool = False):
+    def __init__(self, reply: bytes | None = None, hang: bool = False, drip: bytes = b""):
         self.reply, self.hang = reply, hang
+        self.drip = drip                                  # written a byte every 0.2 s after `reply`
         self.requests = 0
         self.closed_by_peer: list[float] = []
         self.server: asyncio.base_events.Server | None = None
@@ -79,6 +80,10 @@ class RawEngine:
                 return
             writer.write(self.reply)
             await writer.drain()
+            for byte in self.drip[:100]:                  # bounded: 100 bytes, 20 s at most
+                await asyncio.sleep(0.2)
+                writer.write(bytes([byte]))
+                await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -133,14 +138,17 @@ def test_smuggling_probe_gets_one_400_and_a_close(probe):
 
 # -- broken engines: explicit 502/504 with a JSON error and a log line ------------------------------
 
-def _fault_case(reply: bytes | None, hang=False, limits: Limits | None = None, timeout_s=600.0):
+def _fault_case(reply: bytes | None, hang=False, limits: Limits | None = None, timeout_s=600.0, body=BODY,
+                drip: bytes = b""):
     async def go(caplog):
         p = await FakeEngine("prefill").start()
-        d = await RawEngine(reply, hang).start()
+        d = await RawEngine(reply, hang, drip).start()
         router = await _router(p.backend, d.backend, limits=limits, timeout_s=timeout_s)
         try:
-            with caplog.at_level(logging.INFO, logger="vllmlint.router"):
-                r = await _chat(router, BODY)
+            with caplog.at_level(logging.INFO):
+                r = await _chat(router, body)
+            if r.status == 200:
+                assert router.guard.peek("c1") is None        # a broken turn is never stored
             metrics = (await httpkit.request("GET", f"http://127.0.0.1:{router.port}/metrics")).body.decode()
             return r, metrics, d
         finally:
@@ -402,6 +410,106 @@ def test_one_address_holding_its_limit_of_idle_connections_does_not_lock_out_ano
         finally:
             for _, w in idle:
                 w.close()
+            await router.close()
+            await p.server.close()
+            await d.server.close()
+    run(go())
+
+
+# -- streams that break after the first byte: an error event, then [DONE]; nothing stored ----------
+
+SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+FIRST = (b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"qwen3","prompt_token_ids":[1,2],'
+         b'"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n')
+
+
+def _stream_case(reply: bytes, **kw):
+    return _fault_case(SSE_HEAD + reply, body=dict(BODY, stream=True), **kw)
+
+
+def _ends_with_error(r, kind: str) -> list[str]:
+    assert r.status == 200 and r.headers["content-type"].startswith("text/event-stream")
+    events = [e[6:] for e in r.body.decode().split("\n\n") if e.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    err = json.loads(events[-2])["error"]
+    assert err["type"] == "upstream_error" and f"({kind})" in err["message"], err
+    return events
+
+
+@pytest.mark.parametrize("case,reply,kind", [
+    ("cut after one event", FIRST, "payload"),
+    ("cut inside an event", FIRST + b'data: {"id":"x","choi', "payload"),
+    ("an event that is not JSON", FIRST + b"data: {not json\n\n", "malformed"),
+    ("a 100,000-deep event", FIRST + b"data: " + b"[" * 100_000 + b"\n\n", "malformed"),
+    ("a choice that is not an object", FIRST + b'data: {"choices":["x"]}\n\n', "malformed"),
+])
+def test_a_stream_that_breaks_after_the_first_byte_ends_with_an_error_event(caplog, case, reply, kind):
+    r, metrics, _ = run(_stream_case(reply)(caplog))
+    events = _ends_with_error(r, kind)
+    assert json.loads(events[0])["choices"][0]["delta"]["role"] == "assistant"     # relayed before the break
+    assert "prompt_token_ids" not in json.loads(events[0])                          # not asked for: taken out
+    assert f'vllmlint_router_upstream_errors_total{{upstream="decode",kind="{kind}"}} 1' in metrics
+    assert caplog.text.count("stream for conversation=c1 broke") == 1             # logged once
+
+
+def test_vllms_own_error_event_is_passed_on_and_the_turn_not_stored(caplog):
+    error = b'data: {"error":{"message":"boom","type":"InternalServerError","code":500}}\n\ndata: [DONE]\n\n'
+    r, _, _ = run(_stream_case(FIRST + error)(caplog))
+    events = [e[6:] for e in r.body.decode().split("\n\n") if e.startswith("data: ")]
+    assert json.loads(events[-2])["error"]["message"] == "boom" and events[-1] == "[DONE]"
+
+
+def test_a_stream_that_drips_without_completing_an_event_ends_after_the_read_timeout(caplog):
+    """One byte every 0.2 s is not an event: --upstream-read-timeout 1 ends the stream."""
+    r, metrics, _ = run(_stream_case(FIRST, drip=b"data: " + b"x" * 90,
+                                     limits=Limits(upstream_read_timeout_s=1.0))(caplog))
+    _ends_with_error(r, "timeout")
+    assert 'vllmlint_router_upstream_errors_total{upstream="decode",kind="timeout"} 1' in metrics
+
+
+def test_an_event_over_the_size_limit_ends_the_stream(caplog, monkeypatch):
+    import vllmlint.pd.router as router_mod
+    monkeypatch.setattr(router_mod, "MAX_EVENT_BYTES", 1000)
+    r, _, _ = run(_stream_case(FIRST + b"data: " + b"x" * 5000)(caplog))
+    _ends_with_error(r, "event-too-large")
+
+
+def test_deeply_nested_json_body_is_a_400():
+    async def go():
+        p, d = await FakeEngine("prefill").start(), await FakeEngine("decode").start()
+        router = await _router(p.backend, d.backend)
+        try:
+            url = f"http://127.0.0.1:{router.port}/v1/chat/completions"
+            r = await httpkit.request("POST", url, b"[" * 100_000 + b"]" * 100_000,
+                                      {"content-type": "application/json"}, timeout=20)
+            assert r.status == 400 and "nested too deeply" in r.json()["error"]
+        finally:
+            await router.close()
+            await p.server.close()
+            await d.server.close()
+    run(go())
+
+
+def test_an_upstream_error_status_is_passed_through_and_logged_once(caplog):
+    r, metrics, _ = run(_fault_case(_reply("500 Internal Server Error", b'{"error": "engine fell over"}'))(caplog))
+    assert r.status == 500 and r.json() == {"error": "engine fell over"}
+    assert caplog.text.count("answered 500") == 1
+    assert 'vllmlint_router_upstream_errors_total{upstream="decode",kind="status-5xx"} 1' in metrics
+
+
+def test_a_body_declared_over_the_limit_is_refused_before_it_is_read():
+    async def go():
+        p, d = await FakeEngine("prefill").start(), await FakeEngine("decode").start()
+        router = await _router(p.backend, d.backend, limits=Limits(max_body_bytes=1000))
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", router.port)
+            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 100000000\r\n\r\n{")     # 100 MB declared, one byte sent
+            await writer.drain()
+            answer = await _read_all(reader, 10)
+            writer.close()
+            assert answer.startswith(b"HTTP/1.1 413")
+        finally:
             await router.close()
             await p.server.close()
             await d.server.close()
