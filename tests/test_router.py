@@ -37,6 +37,7 @@ class FakeEngine:
         self.replies = list(replies or [])
         self.render_status = render_status
         self.requests: list[tuple[str, dict]] = []
+        self.answers: list[dict] = []             # decode: each answer as JSON (streamed or not)
         self.fail_next_with_reuse = False
         self.server: httpkit.Server | None = None
 
@@ -81,7 +82,9 @@ class FakeEngine:
                   "finish_reason": "stop"}
         resp = {"id": "chatcmpl-d", "object": "chat.completion", "created": 1, "model": body.get("model"),
                 "choices": [choice], "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(output)},
-                "kv_transfer_params": d_params(prompt, output, remote_host="localhost")}
+                "kv_transfer_params": d_params(prompt, output, remote_host="localhost",
+                                               remote_request_id=f"d-{len(self.calls())}-{id(self):x}")}
+        self.answers.append(resp)
         if body.get("stream"):
             return httpkit.Response(200, headers={"content-type": "text/event-stream"},
                                     stream=self._events(body, prompt, pieces, output, resp["kv_transfer_params"]))
@@ -542,3 +545,62 @@ def test_python_m_vllmlint_router_serves_health(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# -- streamed turns: the guard still refuses every rewritten history ---------------------------------
+
+THINK = ["<think>", "Paris", "?", "</think>", "\n\n", "It", " is", " sunny", "."]
+CALL = ["<tool_call>", '\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n', "</tool_call>"]
+SUNNY = ["It", " is", " sunny", "."]
+
+
+def _assistant(pieces: list[str]) -> dict:
+    return {"role": "assistant", "content": "".join(pieces)}
+
+
+def _tool_call(city: str) -> dict:
+    return {"role": "assistant", "content": "", "tool_calls": [{"id": "call-1", "type": "function", "function": {
+        "name": "get_weather", "arguments": json.dumps({"city": city})}}]}
+
+
+TOOL_RESULT = {"role": "tool", "content": "sunny", "tool_call_id": "call-1"}
+Q3 = {"role": "user", "content": "What about the city?"}
+A = _assistant(SUNNY)
+# each case: the turns (messages sent, D's answer pieces); the last turn is the one checked
+REWRITES = {
+    "exact continuation": ([([SYSTEM, Q1], SUNNY), ([SYSTEM, Q1, A, Q2], SUNNY)], True),
+    "exact tool call": ([([SYSTEM, Q1], CALL), ([SYSTEM, Q1, _tool_call("Paris"), TOOL_RESULT], SUNNY)], True),
+    "removed middle message": ([([SYSTEM, Q1], SUNNY), ([SYSTEM, Q1, A, Q2], SUNNY),
+                                ([SYSTEM, Q1, Q2, A, Q3], SUNNY)], False),
+    "dropped thinking trace": ([([SYSTEM, Q1], THINK), ([SYSTEM, Q1, _assistant(THINK), Q2], SUNNY)], False),
+    "edited tool call": ([([SYSTEM, Q1], CALL), ([SYSTEM, Q1, _tool_call("Rome"), TOOL_RESULT], SUNNY)], False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REWRITES))
+def test_streamed_turns_reuse_only_exact_continuations(case):
+    """Every turn streamed through the router; the turns before the last continue exactly (hits
+    after the first), the last one continues or rewrites the history."""
+    turns, hit = REWRITES[case]
+
+    async def go():
+        p, d, _, router = await _stack([pieces for _, pieces in turns])
+        url = f"http://127.0.0.1:{router.port}/v1/chat/completions"
+        try:
+            for n, (messages, _) in enumerate(turns, 1):
+                headers, got = await _stream_events(url, {"model": "qwen3", "messages": messages,
+                                                          "conversation_id": "c1", "stream": True})
+                assert got[-1][1] == b"data: [DONE]" and router.guard.peek("c1") is not None
+                guard = headers["x-vllmlint-guard"]
+                kv = p.calls()[-1]["kv_transfer_params"]
+                if n == 1:
+                    assert guard.startswith("miss; reason=no-entry"), guard
+                elif n < len(turns) or hit:
+                    assert guard.startswith("hit"), (n, guard)
+                    assert kv["remote_block_ids"] is not None
+                else:
+                    assert guard.startswith("miss; reason=edited-history"), guard
+                    assert kv["remote_block_ids"] is None            # P computes the whole prompt
+        finally:
+            await _close(p, d, router)
+    run(go())
