@@ -68,3 +68,13 @@ def test_exact_continuations_hit_and_match(report):
 
 def test_exit_0_because_guarded_matches_everywhere(report):
     assert report["exit_code"] == report["_exit"] == 0
+
+
+def test_streamed_answers_arrive_token_by_token_through_the_router(report):
+    """The router relays decode's stream: one event per generated token (vLLM emits one per
+    engine step), [DONE] at the end, no error event."""
+    assert len(report["streams"]) == 2
+    for row in report["streams"]:
+        assert row["status"] == 200 and row["done"] and row["error"] is None, row
+        assert sum(row["token_events"]) == 16 and set(row["token_events"]) == {1}, row
+        assert row["first_event_s"] <= row["last_event_s"]

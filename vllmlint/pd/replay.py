@@ -143,6 +143,7 @@ class Replay:
     tolerance: float = TOLERANCE
     warm_up_problems: list[str] = field(default_factory=list)   # retried, not fatal
     labels: dict[str, str] = field(default_factory=lambda: dict(MODE_NAMES))   # what each mode was
+    streams: list[dict] = field(default_factory=list)   # streamed first turns through the guarded router
 
     def rows(self) -> list[dict]:
         base = {(t.conversation, t.turn): t for t in self.results.get("a", [])}
@@ -191,7 +192,8 @@ class Replay:
                 "warm_up_problems": self.warm_up_problems,
                 "tolerance": self.tolerance, "deployment": self.deployment,
                 "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
-                "summary": self.summary() if not self.error else None, "turns": self.rows()}
+                "summary": self.summary() if not self.error else None, "turns": self.rows(),
+                "streams": self.streams}
 
 
 def _kv_short(kv: dict) -> str:
@@ -416,6 +418,58 @@ async def replay_mode(mode: str, convs: Sequence[Conversation], dep, timeout: fl
     return out
 
 
+async def stream_probe(convs: Sequence[Conversation], dep, timeout: float, echo=None) -> list[dict]:
+    """Each conversation's first turn once more, streamed through a guarded router: how its
+    events arrived (count, token ids per event, seconds from the request to the first and the
+    last). The router relays decode's events as they come, so a model that makes one token per
+    step answers one token per event."""
+    router, url = await _start_router(dep, "guarded", timeout)
+    out = []
+    try:
+        for conv in convs:
+            body = conv.request(conv.first_messages(), dep.model)
+            body.update(temperature=0, stream=True, return_token_ids=True,
+                        conversation_id=f"{conv.id}-stream-{secrets.token_hex(3)}")
+            row: dict[str, Any] = {"conversation": conv.id, "status": None, "events": 0, "token_events": [],
+                                   "first_event_s": None, "last_event_s": None, "done": False, "error": None}
+            t0 = time.monotonic()
+            try:
+                async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+                    async with session.post(url, json=body, headers=dep.headers() if hasattr(dep, "headers")
+                                            else {}) as r:
+                        row["status"] = r.status
+                        buf = b""
+                        async for piece in r.content.iter_any():
+                            buf += piece
+                            while b"\n\n" in buf:
+                                event, buf = buf.split(b"\n\n", 1)
+                                if not event.startswith(b"data: "):
+                                    continue
+                                now = round(time.monotonic() - t0, 3)
+                                row["events"] += 1
+                                row["first_event_s"] = row["first_event_s"] or now
+                                row["last_event_s"] = now
+                                if event == b"data: [DONE]":
+                                    row["done"] = True
+                                    continue
+                                obj = json.loads(event[6:])
+                                if "error" in obj:
+                                    row["error"] = json.dumps(obj)[:300]
+                                for choice in obj.get("choices") or []:
+                                    if choice.get("token_ids"):
+                                        row["token_events"].append(len(choice["token_ids"]))
+            except (OSError, asyncio.TimeoutError, ValueError, aiohttp.ClientError) as err:
+                row["error"] = f"{type(err).__name__}: {err}"
+            out.append(row)
+            if echo:
+                echo(f"  (stream) {conv.id}: {row['status']} {row['events']} events, token ids per event "
+                     f"{row['token_events']}, first {row['first_event_s']}s last {row['last_event_s']}s"
+                     + (f" ERROR {row['error']}" if row["error"] else ""))
+    finally:
+        await router.close()
+    return out
+
+
 WARM_UP_TRIES = 4
 
 
@@ -551,6 +605,9 @@ def run_replay(conversations: str | None, deployment_paths: Sequence[str], *, vl
                             rep.error = f"server(s) died during ({m}): {', '.join(dead)}"
                             rep.error_lines = [f"{n}: {_error_line(dep, n)}" for n in dead]
                             return rep
+                    if bidir and "c" in group_modes:
+                        echo(f"streaming {len(convs)} first turn(s) through the guarded router")
+                        rep.streams = asyncio.run(stream_probe(convs, dep, timeout, echo))
             except DeploymentError as err:
                 rep.error = f"{err} ({tag})"
                 rep.error_lines = err.lines
