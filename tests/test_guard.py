@@ -460,3 +460,53 @@ def test_no_reuse_never_hits():
     none = NoReuse()
     none.record("c", "m", [1], [2], {"remote_block_ids": [[1]], "remote_num_tokens": 1})
     assert none.check("c", "m", [1, 2, 3]).reason == NO_ENTRY
+
+
+# -- the shared store (--state redis://): its value format and its failure mode ------------------------
+# (with a real redis-server and two routers: tests/test_router_redis.py)
+
+def test_a_stored_turn_survives_the_store_format_exactly():
+    from guard_sequences import sample
+    from vllmlint.pd.guard import stored_turn
+    from vllmlint.pd.state import decode_turn, encode_turn
+
+    prompt, output = next_prompt([SYSTEM, Q1]), sample(["It", " is", " sunny", "."])
+    turn = stored_turn("c1", "qwen3", prompt, output, d_params(prompt, output), now=1000.0)
+    back = decode_turn("c1", encode_turn(turn))
+    assert list(back.token_ids) == list(turn.token_ids)
+    assert (back.model, back.kv_transfer_params, back.stored_at, back.expires_at) == \
+        (turn.model, turn.kv_transfer_params, turn.stored_at, turn.expires_at)
+    with pytest.raises(ValueError):
+        decode_turn("c1", b'{"v": 99}\n')
+
+
+def test_a_store_that_is_down_is_a_recompute_never_a_reuse(caplog):
+    import asyncio
+    import socket
+
+    from guard_sequences import sample
+    from vllmlint.pd.guard import STORE_UNAVAILABLE
+    from vllmlint.pd.state import StoreGuard
+
+    pytest.importorskip("redis")
+    with socket.socket() as s:                # a port nothing listens on (loopback)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    prompt, output = next_prompt([SYSTEM, Q1]), sample(["It", "."])
+
+    async def go():
+        guard = StoreGuard(f"redis://:secret@127.0.0.1:{port}/0", timeout_s=0.5)
+        try:
+            with caplog.at_level(logging.INFO, logger="vllmlint.guard"):
+                stored = await guard.record("c1", "qwen3", prompt, output, d_params(prompt, output))
+                decisions = [await guard.check("c1", "qwen3", prompt + output + [1, 2]) for _ in range(3)]
+        finally:
+            await guard.aclose()
+        return guard, stored, decisions
+
+    guard, stored, decisions = asyncio.run(go())
+    assert stored is None
+    assert all(not d.hit and d.reason == STORE_UNAVAILABLE for d in decisions)
+    assert guard.store_errors["record"] == 1 and guard.store_errors["check"] == 3
+    assert caplog.text.count("unavailable (ConnectionError") == 1   # the way down is logged once
+    assert "secret" not in caplog.text and "***" in guard.stats()["store"]
