@@ -8,17 +8,23 @@ Three processes per measured router: the fake engines (P and D on two ports, aio
 (`python -m vllmlint router ...`, the CLI path: whatever the CLI does to the garbage collector is
 measured too), and this load generator (aiohttp client, one keep-alive connection per client).
 Each client runs 4-turn conversations (a ~1,000-token system prompt, 32-token answers, the answer
-echoed into the next turn, so a guarded router hits on turns 2-4). At each client count the
-clients run for `--seconds`; throughput is completed requests / elapsed, latency is per request.
-Then `--soak` requests at 64 clients with the router's RSS read from /proc every 2,000.
+echoed into the next turn, so a guarded router hits on turns 2-4). At each client count, for each
+answer mode (`json`, and `stream`: the client asks to stream and D streams `--events` events
+`--event-ms` apart), each router in turn (interleaved: the shared machine's drift hits all alike),
+the clients run for `--seconds`; throughput is completed requests / elapsed, latency is per
+request, first byte is the time to the first content of the answer (streamed: the first event with
+text; JSON: the whole body). Then `--soak` requests at 64 clients with each router's RSS read from
+/proc every 2,000. `--smoke` (1 and 4 clients, 1 s, no soak) only checks that the bench runs.
 
 The fake engines speak what both routers need: `/v1/chat/completions/render` (token ids),
-prefill's `kv_transfer_params`, `return_token_ids`, and SSE with `kv_transfer_params` in the last
-chunk (vLLM 0.33's shape, which the reference proxy reads from D's stream).
+prefill's `kv_transfer_params`, `return_token_ids` (in streamed chunks too: prompt ids in the first,
+each chunk's own ids), and SSE with `kv_transfer_params` in the last chunk (vLLM 0.33's shape,
+which both routers read from D's stream).
 
 "reference" is vLLM's reference multi-turn proxy *shape* (examples/.../disagg_proxy_multiturn.py):
 FastAPI + uvicorn, one `httpx.AsyncClient(timeout=None)` per engine, P non-streaming then D
-streamed and re-assembled, an INFO log line per step - re-implemented here in a few lines (the
+streamed (relayed line by line to a streaming client, re-assembled for the others), an INFO log
+line per step - re-implemented here in a few lines (the
 upstream file is not vendored), run with an interpreter that has fastapi/uvicorn/httpx
 (`--reference-python`, default .vllm-venv/bin/python; skipped when missing). `--reference-file`
 runs the upstream file itself instead.
@@ -59,7 +65,9 @@ def encode(text: str) -> list[int]:
     return list(text.encode())
 
 
-async def serve_engines(p_port: int, d_port: int) -> None:
+async def serve_engines(p_port: int, d_port: int, events: int = 22, event_ms: float = 0.0) -> None:
+    """P and D on two ports. D streams `events` events (a role chunk, the answer in pieces with
+    their token ids, the finish chunk with kv_transfer_params) `event_ms` apart, then [DONE]."""
     from aiohttp import web
 
     def d_params(prompt: list[int], output: list[int]) -> dict:
@@ -90,11 +98,22 @@ async def serve_engines(p_port: int, d_port: int) -> None:
             if body.get("stream"):
                 resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
                 await resp.prepare(request)
+                ids = bool(body.get("return_token_ids"))
                 base = {"id": "chatcmpl-d", "object": "chat.completion.chunk", "created": 1, "model": body.get("model")}
-                for chunk in ({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
-                              {"choices": [{"index": 0, "delta": {"content": ANSWER}}]},
-                              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                               "kv_transfer_params": kvp}):
+                n = max(1, events - 2)                 # content chunks between the role and the finish chunk
+                cuts = [len(ANSWER) * i // n for i in range(n + 1)]
+                chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+                           **({"prompt_token_ids": prompt} if ids else {})}]
+                for a, b in zip(cuts, cuts[1:]):
+                    piece = ANSWER[a:b]
+                    chunks.append({"choices": [{"index": 0, "delta": {"content": piece},
+                                                **({"token_ids": encode(piece)} if ids else {})}]})
+                chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop",
+                                            **({"token_ids": [ord(END)]} if ids else {})}],
+                               "kv_transfer_params": kvp})
+                for i, chunk in enumerate(chunks):
+                    if i and event_ms:
+                        await asyncio.sleep(event_ms / 1000)
                     await resp.write(b"data: " + json.dumps({**base, **chunk}).encode() + b"\n\n")
                 await resp.write(b"data: [DONE]\n\n")
                 await resp.write_eof()
@@ -127,7 +146,7 @@ REFERENCE_SHAPE = textwrap.dedent('''
     import json, logging, sys, time, uuid
     import httpx, uvicorn
     from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, StreamingResponse
     logging.basicConfig(level=logging.INFO)
     log = logging.getLogger("reference-shape")
     port, p_port, d_port = map(int, sys.argv[1:4])
@@ -158,6 +177,17 @@ REFERENCE_SHAPE = textwrap.dedent('''
         if pkv:
             pkv["remote_host"] = "127.0.0.1"
             req["kv_transfer_params"] = pkv
+        if req.get("stream"):
+            async def relay():
+                async with D.stream("POST", "/chat/completions", json=req, headers={"X-Request-Id": rid}) as resp:
+                    async for line in resp.aiter_lines():
+                        if line.startswith("data: ") and line != "data: [DONE]":
+                            chunk = json.loads(line[6:])
+                            if chunk.get("kv_transfer_params") and conv:
+                                cache[conv] = dict(chunk["kv_transfer_params"], remote_host="127.0.0.1")
+                        if line:
+                            yield line + "\\n\\n"
+            return StreamingResponse(relay(), media_type="text/event-stream")
         text, finish, rid_out = "", None, None
         async with D.stream("POST", "/chat/completions", json=dict(req, stream=True),
                             headers={"X-Request-Id": rid}) as resp:
@@ -241,7 +271,8 @@ def stop(proc: subprocess.Popen | None) -> None:
 # -- the load --------------------------------------------------------------------------------------
 
 async def client_loop(session, url: str, stop_at: float, lat: list[float], errors: list[str],
-                      budget: list[int] | None = None) -> None:
+                      budget: list[int] | None = None, stream: bool = False,
+                      first: list[float] | None = None) -> None:
     while True:
         cid = uuid.uuid4().hex
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Weather in Paris?"}]
@@ -252,15 +283,35 @@ async def client_loop(session, url: str, stop_at: float, lat: list[float], error
                 if budget[0] <= 0:
                     return
                 budget[0] -= 1
-            body = {"model": "m", "messages": messages, "max_tokens": 32, "conversation_id": cid}
+            body = {"model": "m", "messages": messages, "max_tokens": 32, "conversation_id": cid, "stream": stream}
             t0 = time.monotonic()
             try:
                 async with session.post(url, json=body) as r:
-                    data = await r.read()
-                    if r.status != 200:
-                        errors.append(f"{r.status} {data[:100]!r}")
-                        break
-                    answer = json.loads(data)["choices"][0]["message"]["content"]
+                    if r.status != 200 or not stream:
+                        data = await r.read()
+                        if first is not None:
+                            first.append(time.monotonic() - t0)
+                        if r.status != 200:
+                            errors.append(f"{r.status} {data[:100]!r}")
+                            break
+                        answer = json.loads(data)["choices"][0]["message"]["content"]
+                    else:
+                        answer, buf, seen = "", b"", False
+                        async for piece in r.content.iter_any():
+                            buf += piece
+                            while b"\n\n" in buf:
+                                event, buf = buf.split(b"\n\n", 1)
+                                if not event.startswith(b"data: {"):
+                                    continue
+                                obj = json.loads(event[6:])
+                                if "error" in obj:
+                                    raise RuntimeError(f"error event {obj['error']}")
+                                for c in obj.get("choices") or []:
+                                    text = (c.get("delta") or {}).get("content") or ""
+                                    if text and not seen and first is not None:
+                                        seen = True           # first content: what a user sees first
+                                        first.append(time.monotonic() - t0)
+                                    answer += text
             except Exception as err:       # noqa: BLE001 - a bench counts every failure
                 errors.append(f"{type(err).__name__}: {err}")
                 break
@@ -269,10 +320,11 @@ async def client_loop(session, url: str, stop_at: float, lat: list[float], error
                                    {"role": "user", "content": f"And turn {turn + 2}?"}]
 
 
-async def level(url: str, clients: int, seconds: float, budget: int | None = None) -> dict:
+async def level(url: str, clients: int, seconds: float, budget: int | None = None, stream: bool = False) -> dict:
     import aiohttp
 
     lat: list[float] = []
+    first: list[float] = []
     errors: list[str] = []
     conn = aiohttp.TCPConnector(limit=0, force_close=False)
     timeout = aiohttp.ClientTimeout(total=120)
@@ -280,12 +332,18 @@ async def level(url: str, clients: int, seconds: float, budget: int | None = Non
         t0 = time.monotonic()
         stop_at = t0 + seconds if budget is None else float("inf")
         shared = [budget] if budget is not None else None
-        await asyncio.gather(*(client_loop(session, url, stop_at, lat, errors, shared) for _ in range(clients)))
+        await asyncio.gather(*(client_loop(session, url, stop_at, lat, errors, shared, stream, first)
+                               for _ in range(clients)))
         elapsed = time.monotonic() - t0
     lat.sort()
-    pick = (lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000) if lat else (lambda q: float("nan"))
-    return {"clients": clients, "requests": len(lat), "errors": len(errors), "first_error": errors[:1],
-            "rps": len(lat) / elapsed, "p50_ms": pick(0.50), "p99_ms": pick(0.99), "seconds": elapsed}
+    first.sort()
+
+    def pick(values: list[float], q: float) -> float:
+        return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else float("nan")
+    return {"clients": clients, "stream": stream, "requests": len(lat), "errors": len(errors),
+            "first_error": errors[:1], "rps": len(lat) / elapsed, "p50_ms": pick(lat, 0.50),
+            "p99_ms": pick(lat, 0.99), "first_p50_ms": pick(first, 0.50), "first_p99_ms": pick(first, 0.99),
+            "seconds": elapsed}
 
 
 async def soak(url: str, pid: int, total: int, clients: int = 64, step: int = 2000) -> dict:
@@ -299,32 +357,52 @@ async def soak(url: str, pid: int, total: int, clients: int = 64, step: int = 20
     return {"requests": done, "errors": errors, "rss_mb": rss}
 
 
-def measure(kind: str, src: Path | None, args) -> dict:
-    p_port, d_port, port = free_port(), free_port(), free_port()
-    engines = subprocess.Popen([sys.executable, __file__, "--serve-engines", str(p_port), str(d_port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    router = None
-    try:
-        wait_port(p_port, engines)
-        wait_port(d_port, engines)
-        router = start_router(kind, src, port, p_port, d_port, args)
-        wait_port(port, router)
-        url = f"http://127.0.0.1:{port}/v1/chat/completions"
-        out = {"router": kind, "levels": []}
-        asyncio.run(level(url, 4, 1.0))                       # warm up
-        for n in args.clients:
-            r = asyncio.run(level(url, n, args.seconds))
-            out["levels"].append(r)
-            print(f"  {kind:>10} {n:>4} clients: {r['rps']:7.1f} req/s  p50 {r['p50_ms']:7.1f} ms  "
-                  f"p99 {r['p99_ms']:7.1f} ms  errors {r['errors']} {r['first_error']}", flush=True)
-        if args.soak:
-            s = asyncio.run(soak(url, router.pid, args.soak))
-            out["soak"] = s
-            print(f"  {kind:>10} soak {s['requests']} requests, {s['errors']} errors, RSS MB {s['rss_mb']}", flush=True)
-        return out
-    finally:
-        stop(router)
-        stop(engines)
+class Setup:
+    """One router under test with its own fake engines (processes), started before any load."""
+
+    def __init__(self, kind: str, src: Path | None, args):
+        self.kind = kind
+        p_port, d_port, port = free_port(), free_port(), free_port()
+        self.engines = subprocess.Popen([sys.executable, __file__, "--serve-engines", str(p_port), str(d_port),
+                                         "--events", str(args.events), "--event-ms", str(args.event_ms)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.router: subprocess.Popen | None = None
+        try:
+            wait_port(p_port, self.engines)
+            wait_port(d_port, self.engines)
+            self.router = start_router(kind, src, port, p_port, d_port, args)
+            wait_port(port, self.router)
+            self.url = f"http://127.0.0.1:{port}/v1/chat/completions"
+            asyncio.run(level(self.url, 4, 1.0))              # warm up
+        except BaseException:
+            self.close()
+            raise
+        self.out: dict = {"router": kind, "levels": []}
+
+    def close(self) -> None:
+        stop(self.router)
+        stop(self.engines)
+
+
+def measure_interleaved(setups: list[Setup], args) -> None:
+    """Each client count, each mode (JSON, streamed), each router in turn: the load on the shared
+    machine drifts alike for all of them."""
+    for n in args.clients:
+        for stream in args.modes:
+            for st in setups:
+                r = asyncio.run(level(st.url, n, args.seconds, stream=stream))
+                st.out["levels"].append(r)
+                print(f"  {st.kind:>10} {'stream' if stream else 'json':>6} {n:>4} clients: {r['rps']:7.1f} req/s  "
+                      f"p50 {r['p50_ms']:7.1f} ms  p99 {r['p99_ms']:7.1f} ms  first byte p50 "
+                      f"{r['first_p50_ms']:7.1f} p99 {r['first_p99_ms']:7.1f} ms  errors {r['errors']} "
+                      f"{r['first_error']}", flush=True)
+    if args.soak:
+        for st in setups:
+            assert st.router is not None
+            s = asyncio.run(soak(st.url, st.router.pid, args.soak))
+            st.out["soak"] = s
+            print(f"  {st.kind:>10} soak {s['requests']} requests, {s['errors']} errors, RSS MB {s['rss_mb']}",
+                  flush=True)
 
 
 def main() -> int:
@@ -339,13 +417,21 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--soak", type=int, default=20_000, help="requests in the RSS soak (0: none)")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="1 and 4 clients, 1 s each, no soak: checks the bench runs")
+    ap.add_argument("--events", type=int, default=22, help="events in decode's streamed answer (default 22)")
+    ap.add_argument("--event-ms", type=float, default=0.0,
+                    help="ms between two of decode's events (default 0; 45 makes a ~1 s answer, the issue's case)")
+    ap.add_argument("--modes", type=lambda s: [m == "stream" for m in s.split(",")], default=[False, True],
+                    help="json,stream (default both)")
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args()
     if args.serve_engines:
-        asyncio.run(serve_engines(*args.serve_engines))
+        asyncio.run(serve_engines(*args.serve_engines, events=args.events, event_ms=args.event_ms))
         return 0
     if args.quick:
         args.clients, args.seconds, args.soak = [1, 16, 64], 2.0, 2000
+    if args.smoke:
+        args.clients, args.seconds, args.soak = [1, 4], 1.0, 0
     runs = []
     if args.old:
         runs.append(("old", args.old.resolve()))
@@ -356,13 +442,23 @@ def main() -> int:
             runs.append(("reference", None))
         else:
             print(f"reference: skipped ({args.reference_python} not found)")
-    results = [measure(kind, src, args) for kind, src in runs]
+    setups: list[Setup] = []
+    try:
+        for kind, src in runs:
+            setups.append(Setup(kind, src, args))
+        measure_interleaved(setups, args)
+    finally:
+        for st in setups:
+            st.close()
+    results = [st.out for st in setups]
     print()
-    print("| router | clients | req/s | p50 ms | p99 ms | errors |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| router | answer | clients | req/s | p50 ms | p99 ms | first byte p50 ms | first byte p99 ms | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for res in results:
         for r in res["levels"]:
-            print(f"| {res['router']} | {r['clients']} | {r['rps']:.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['errors']} |")
+            print(f"| {res['router']} | {'stream' if r['stream'] else 'json'} | {r['clients']} | {r['rps']:.0f} | "
+                  f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['first_p50_ms']:.1f} | {r['first_p99_ms']:.1f} | "
+                  f"{r['errors']} |")
     for res in results:
         if "soak" in res:
             s = res["soak"]
