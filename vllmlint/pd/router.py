@@ -15,23 +15,36 @@ Per request carrying a `conversation_id` (body field, or the `X-Conversation-Id`
 3. prefill: the request with `max_tokens: 1`, non-streaming; with `--pin-token-ids` (default)
    `kv_transfer_params.prompt_token_ids` holds the rendered ids, so P and D compute exactly the
    ids the guard checked instead of rendering again;
-4. decode: non-streaming (0.27-0.32 stream chunks carry no `kv_transfer_params`) with P's
-   parameters and `return_token_ids: true`; D's prompt + output ids and its returned parameters
-   are recorded in the guard;
-5. the answer goes back to the client, as server-sent events when it asked to stream.
+4. decode, with P's parameters and `return_token_ids: true`. A client that streams gets D's
+   stream relayed event by event as it arrives (`_relay`): the ids are read on the way (vLLM
+   0.30's streamed `return_token_ids`: `prompt_token_ids` in the first chunk, each chunk's
+   `token_ids`), and so are D's end-of-turn `kv_transfer_params` where the release streams them
+   (0.33+, last chunk; 0.27-0.32 stream none, so such a turn is not stored: `--buffer-streams`
+   calls D non-streamed and keeps the reuse at the cost of time to first token). Other clients
+   get D's non-streamed answer;
+5. D's prompt + output ids and parameters are recorded in the guard - after a whole answer, or a
+   stream that reached `[DONE]` with no error event - and the answer goes back without what the
+   router added (D's parameters, token ids the client did not ask for).
 
 Requests without a conversation id, with several choices (`n > 1`) or with non-text content
 (images, audio: their placeholder tokens are the same ids whatever the media) go P -> D with no
 reuse and record nothing. If P fails while reused blocks were attached, the request is retried
 once without them. Each response carries `X-Vllmlint-Guard: hit|miss; reason=...`.
 
+The guard's state is in this process, or with `--state redis://host:port/db` in Redis/Valkey,
+shared by several replicas (`state.py`).
+
 HTTP is aiohttp (the `router` extra): its server (C parser, llhttp) for clients, one pooled
-`ClientSession` for the engines. Limits (`Limits`, each a flag): a client has `--client-timeout`
-to send its headers and its body, `--keepalive-timeout` idle between requests, at most
-`--max-connections` are open (more get a 503 and a close), a client that goes away cancels its
-upstream calls; upstream calls have separate connect, read and total timeouts. Every upstream
-failure is answered 502 (unreachable, cut off, not JSON) or 504 (timed out) with a JSON error and
-a log line. `GET /metrics` is Prometheus text. No vLLM import.
+`ClientSession` for the engines. Limits (`Limits`, each a flag): a connection has
+`--header-timeout` to send a request head and `--client-timeout` for the body (read in pieces:
+a body over `--max-body-bytes` is a 413 at the limit, or at once by its Content-Length),
+`--keepalive-timeout` idle between requests; one client address holds at most
+`--max-connections-per-address`; at `--max-connections` the longest-idle connection is closed
+for a new one, and when all are busy a few more are taken for /health and /metrics only (others
+get a 503 and a close); a client that goes away cancels its upstream calls. Upstream calls have
+connect, read-idle and total timeouts. Every upstream failure is answered 502 (unreachable, cut
+off, not JSON) or 504 (timed out) with a JSON error - or, once a stream has started, ends it with
+an error event and `[DONE]` - and one log line. `GET /metrics` is Prometheus text. No vLLM import.
 """
 from __future__ import annotations
 
