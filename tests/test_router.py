@@ -604,3 +604,29 @@ def test_streamed_turns_reuse_only_exact_continuations(case):
         finally:
             await _close(p, d, router)
     run(go())
+
+
+def test_a_client_that_leaves_mid_stream_closes_decodes_stream_and_stores_nothing():
+    import aiohttp
+
+    async def go():
+        p, d, _, router = await _stack([["It", " is", " sunny", "."]])
+        d.event_delay = 0.2
+        try:
+            async with aiohttp.ClientSession() as s:
+                async with s.post(f"http://127.0.0.1:{router.port}/v1/chat/completions", json={
+                        "model": "qwen3", "messages": [SYSTEM, Q1], "conversation_id": "c1", "stream": True}) as r:
+                    first = await r.content.readuntil(b"\n\n")
+                    assert first.startswith(b"data: ")
+                    r.close()                         # the client goes away after the first event
+            for _ in range(100):                      # bounded: 10 s
+                if router.metrics.in_flight == 0:
+                    break
+                await asyncio.sleep(0.1)
+            assert router.metrics.in_flight == 0
+            assert router.metrics.client_errors["disconnected"] == 1
+            await asyncio.sleep(1.0)                  # what decode would have sent by now: nothing more
+            assert len(d.sent_at) < 7 and router.guard.peek("c1") is None
+        finally:
+            await _close(p, d, router)
+    run(go())
