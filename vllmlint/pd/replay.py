@@ -299,6 +299,17 @@ def render_markdown(report: dict) -> str:
         secs = [f"{(row.get(m) or {}).get('seconds', '-')}" for m in ("b", "c")]
         out.append(f"| {row['conversation']} | {row['turn']} | {verdict(row.get('b_vs_a'))} | "
                    f"{verdict(row.get('c_vs_a'))} | {guard} | {secs[0]} | {secs[1]} |")
+    streams = report.get("streams") or []
+    if streams:
+        out += ["", "First turns streamed through the guarded router:", "",
+                "| conversation | status | events | token ids per event | first event s | last event s |",
+                "|---|---:|---:|---|---:|---:|"]
+        for row in streams:
+            per = sorted(set(row.get("token_events") or []))
+            out.append(f"| {row['conversation']} | {row.get('status')} | {row.get('events')} | "
+                       f"{', '.join(map(str, per)) or '-'} ({sum(row.get('token_events') or [])} ids) | "
+                       f"{row.get('first_event_s')} | {row.get('last_event_s')} |"
+                       + (f" {row['error']}" if row.get("error") else ""))
     for p in report.get("warm_up_problems") or []:
         out.append(f"\nwarm-up (retried): {p}")
     return "\n".join(out) + "\n"
