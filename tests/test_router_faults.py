@@ -592,6 +592,20 @@ def test_limit_flags_parse():
     assert (lim.client_timeout_s, lim.keepalive_timeout_s, lim.max_connections) == (5, 7, 64)
     assert (lim.upstream_connect_timeout_s, lim.upstream_read_timeout_s, lim.upstream_timeout_s) == (2, None, 30)
     assert Limits().client_timeout_s <= 30
+    assert Limits().upstream_read_timeout_s is not None             # a default that is not "forever"
+
+
+def test_stream_store_and_connection_flags_parse(tmp_path):
+    parser = build_parser()
+    args = parser.parse_args(["--header-timeout", "3", "--max-connections-per-address", "8", "--buffer-streams",
+                              "--state", "redis://:pw@127.0.0.1:6390/2"])
+    router = router_from_args(args, parser)
+    assert (router.limits.header_timeout_s, router.limits.max_connections_per_address) == (3, 8)
+    assert router.buffer_streams and router.guard.stats()["store"] == "redis://:***@127.0.0.1:6390/2"
+    for bad in (["--state", "memcached://x"], ["--state", "redis://x", "--policy", "none"],
+                ["--max-connections-per-address", "0"], ["--header-timeout", "0"]):
+        with pytest.raises(SystemExit):
+            router_from_args(parser.parse_args(bad), parser)
 
 
 # -- what `vllmlint check` loads ------------------------------------------------------------------------

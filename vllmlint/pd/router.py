@@ -190,6 +190,7 @@ class _Connection(RequestHandler):
         self._peer = ""
         self.probe_only = False
         self.idle_since = 0.0
+        self._finished = 0                        # requests answered; _request_count counts those parsed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         manager = self._manager
@@ -227,8 +228,16 @@ class _Connection(RequestHandler):
             self._peer = ""
         super().connection_lost(exc)
 
+    async def _handle_request(self, request, start_time, request_handler):   # type: ignore[override]
+        try:
+            return await super()._handle_request(request, start_time, request_handler)
+        finally:
+            self._finished += 1
+            self.idle_since = self._loop.time()
+
     def _busy(self) -> bool:
-        return getattr(self, "_request_in_progress", False) or bool(self._messages)
+        # a request parsed and not yet answered (queued, between the queue and its task, or running)
+        return self._request_count != self._finished or getattr(self, "_request_in_progress", False)
 
     def idle(self) -> bool:
         """No request in progress or queued: the connection waits for a request head."""
