@@ -280,7 +280,8 @@ def test_a_client_that_goes_away_cancels_its_upstream_call():
 def test_200_half_open_clients_are_released_while_a_normal_request_is_served():
     async def go():
         p, d = await FakeEngine("prefill").start(), await FakeEngine("decode", [["It", "."]]).start()
-        router = await _router(p.backend, d.backend, limits=Limits(client_timeout_s=1.0, keepalive_timeout_s=1.0))
+        router = await _router(p.backend, d.backend, limits=Limits(client_timeout_s=1.0, header_timeout_s=1.0,
+                                                                   keepalive_timeout_s=1.0))
         conns = []
         try:
             body = json.dumps(BODY).encode()
