@@ -80,7 +80,7 @@ class DefaultChanged(Rule):
                 continue                # options built at run time or read from a file: unknown
             given = {o.match.base for o in opts if o.match.kind in ("exact", "prefix")}
             given |= {o.match.base for o in options(launch, old) if o.match.kind in ("exact", "prefix")}
-            for flag, entry, before, was, now, changed_in in _changed_defaults(today, new.version):
+            for flag, entry, before, was, now, changed_in in _changed_defaults(old, new):
                 if flag in given:
                     continue
                 if launch.kind == ENGINE and str(entry.get("cfg", "")).startswith("FrontendArgs"):
@@ -107,14 +107,15 @@ class DefaultChanged(Rule):
 
 
 @functools.lru_cache(maxsize=None)
-def _changed_defaults(today: str, target: str) -> tuple:
-    """Every flag of `target` whose default differs from `today`'s, with the first release in
-    between that changed it: (flag, entry, before, was, now, changed_in). The same for every
-    launch on `today`, so computed once per pair of releases (it parses every default)."""
+def _changed_defaults(old, new) -> tuple:
+    """Every flag of the target's catalogue `new` whose default differs from `old`'s (today's),
+    with the first release in between that changed it: (flag, entry, before, was, now,
+    changed_in). The same for every launch on `old`, so computed once per pair of catalogues
+    (it parses every default); keyed on the objects, so an added release (`vllmlint catalogue
+    add`, not a file of the package) is compared like a built-in one."""
     from vllmlint.knowledge.catalogue import load, versions, vkey
 
-    new, old = load(target), load(today)
-    between = [v for v in versions() if vkey(today) < vkey(v) <= vkey(target)]
+    between = [v for v in versions() if old.vtuple < vkey(v) < new.vtuple]
     out = []
     for flag, entry in new.flags.items():
         if entry.get("dep") or new.json_flag(flag):
@@ -126,7 +127,7 @@ def _changed_defaults(today: str, target: str) -> tuple:
         if was is _MISSING or now is _MISSING or was == now or (_empty(was) and _empty(now)):
             continue
         changed_in = next((v for v in between
-                           if default_value(load(v).flags.get(flag, {}).get("default")) != was), target)
+                           if default_value(load(v).flags.get(flag, {}).get("default")) != was), new.name)
         out.append((flag, entry, before, was, now, changed_in))
     return tuple(out)
 

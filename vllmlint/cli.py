@@ -261,7 +261,9 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
 
     def post_edits(project):
         bumps = find_bumps(project, to_version)
-        if added is not None:      # an added release (nightly, fork): which image or pin ships it is the user's call
+        if added is not None and not added.official:
+            # an added nightly, fork or plugin install: which image or pin ships it is the user's call;
+            # vLLM's own release wheel (`catalogue add vllm==X.Y.Z`) ships as vX.Y.Z like a built-in one
             for b in bumps:
                 if b.edit is not None:
                     b.edit, b.why_not = None, (f"the target is the added release {added.name}: set the image "
@@ -291,7 +293,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     else:
         errors += _write(outcome)
     verb = "would change" if diff else "changed"
-    to_text = fmt(to_version) if added is None else f"{added.name} ({added.version})"
+    to_text = fmt(to_version) if added is None or added.name == fmt(to_version) else f"{added.name} ({added.version})"
     click.echo(f"\nMigration to vLLM {to_text}: {verb} {len(changed)} file(s).", err=diff)
     say = (lambda s: click.echo(s, err=True)) if diff else click.echo
     if len(steps) > 1:

@@ -115,8 +115,16 @@ def for_target(target: Version) -> "Catalogue | None":
     return load(v) if v else None
 
 
-@lru_cache(maxsize=None)
 def load(version: str) -> "Catalogue":
+    """A built-in release's catalogue; the name of the added release in use() gives that one
+    (the merged history names it among the built-in releases: VL306's `rem.last`, VL307's target)."""
+    if _ADDED is not None and version == _ADDED.name:
+        return _ADDED
+    return _load_builtin(version)
+
+
+@lru_cache(maxsize=None)
+def _load_builtin(version: str) -> "Catalogue":
     return Catalogue(_read(DATA / f"vllm-{version}.json"), modules_file=f"vllm-{version}.json")
 
 
@@ -167,6 +175,14 @@ class Catalogue:
             self._data.update(_read_modules(self._modules_file))
             self._modules_file = None
         return self._data
+
+    @property
+    def official(self) -> bool:
+        """Built in, or added from vLLM's own release wheel (distribution `vllm`, version X.Y.Z):
+        its image tag is vX.Y.Z and `vllm==X.Y.Z` installs it. A nightly, a fork or a plugin
+        install is not: which image ships it is the user's to say."""
+        head = self._data.get("added")
+        return head is None or bool(head.get("release"))
 
     @property
     def kv(self) -> dict:
