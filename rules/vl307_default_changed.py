@@ -60,6 +60,7 @@ class DefaultChanged(Rule):
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target, load, release_for
         from vllmlint.knowledge.catalogue.argv import is_vllm, options
+        from vllmlint.knowledge.catalogue.notes import default_note
         from vllmlint.knowledge.versions import fmt
 
         new = for_target(self.target)
@@ -80,14 +81,21 @@ class DefaultChanged(Rule):
                 continue                # options built at run time or read from a file: unknown
             given = {o.match.base for o in opts if o.match.kind in ("exact", "prefix")}
             given |= {o.match.base for o in options(launch, old) if o.match.kind in ("exact", "prefix")}
+            said = set()
             for flag, entry, before, was, now, changed_in in _changed_defaults(old, new):
-                if flag in given:
+                names = {flag, *entry.get("alias", ())}     # 0.34.0: --gpu- and --device-memory-utilization
+                if names & given or names & said:
                     continue
+                said |= names
                 if launch.kind == ENGINE and str(entry.get("cfg", "")).startswith("FrontendArgs"):
                     continue
                 where = f"{entry['cfg']}, {entry['at']}" if entry.get("cfg") else entry.get("at", "")
                 item = _pin(flag, was, before)
                 how = f"set `{item}` to keep it" if item else "set it to keep today's behaviour"
+                note = default_note(changed_in, flag)       # researched: what the new default means
+                if note and note.get("say"):
+                    how = note["say"].replace("--device-memory-utilization", flag).replace(
+                        "--gpu-memory-utilization", flag)
                 fix = None
                 token = _written(item, launch) if item and launch.kind != ENGINE and not launch.not_editable else None
                 if keep and token:
@@ -98,6 +106,9 @@ class DefaultChanged(Rule):
                     how += " (not pinned automatically: set it by hand)"
                 maybe = " - vLLM then picks the value at run time, which may still be the old one" \
                     if now is None else ""
+                if note:
+                    maybe = (f": {note.get('means', '')}; {note.get('advice', '')}"
+                             f" (evidence: {'; '.join(note.get('evidence', [])[:3])})")
                 yield self.finding(launch.file, launch.span,
                                    f"`{flag}` is not set: its default changes from {_show(was)} to {_show(now)} "
                                    f"in vLLM {changed_in}; {how}", fix,

@@ -128,6 +128,9 @@ def _load_builtin(version: str) -> "Catalogue":
     return Catalogue(_read(DATA / f"vllm-{version}.json"), modules_file=f"vllm-{version}.json")
 
 
+load.cache_info, load.cache_clear = _load_builtin.cache_info, _load_builtin.cache_clear   # as when load was the cache
+
+
 def normalize(token: str) -> str:
     """vLLM's FlexibleArgumentParser: underscores become dashes in the name, up to the first
     dot (`--kv_transfer_config.kv_role` -> `--kv-transfer-config.kv_role`)."""
@@ -498,12 +501,30 @@ def named(value: str, added_dir: Path | None = None) -> "Catalogue":
     from . import added
 
     extra = added.names(added_dir) if added_dir is not None else []
+    if version is not None and parse_version(version) > vkey(known[-1]):
+        raise ValueError(
+            f"vLLM {version} is not catalogued: the newest release vllmlint knows is {newest_known(added_dir)}; "
+            f"add it with `vllmlint catalogue add vllm=={version}` (pip downloads its wheel; "
+            f"`--latest` takes the newest on the index)")
     raise ValueError(
         f"{value!r} is not a catalogued vLLM release: use one of {known[0]}-{known[-1]} "
         f"({', '.join(known[-4:])}, ...), `latest`"
         + (f", or a release added in {added_dir}: {', '.join(extra)}" if extra else "")
         + "; to add one (a wheel, a nightly, a fork, a site-packages folder), run "
         "`vllmlint catalogue add PATH --name NAME` (README: Version catalogue)")
+
+
+def newest_known(added_dir: Path | None = None) -> str:
+    """The newest release vllmlint knows: the newest built-in one, or a newer vLLM release added
+    from its own wheel (`vllmlint catalogue add vllm==X.Y.Z`)."""
+    best = versions()[-1]
+    if added_dir is not None and added_dir.is_dir():
+        from . import added
+
+        for e in added.entries(added_dir):
+            if e.release and parse_version(e.version) > vkey(best):
+                best = e.name if e.name == e.version else f"{e.version} (added as {e.name})"
+    return best
 
 
 def resolve(value: str, added_dir: Path | None = None) -> tuple[tuple[int, int, int], "Catalogue | None"]:
@@ -517,4 +538,4 @@ def version_text(target: Version) -> str:
 
 
 __all__ = ["Catalogue", "History", "Match", "Removal", "active", "for_target", "history", "index", "index_section",
-           "load", "named", "normalize", "release_for", "resolve", "use", "versions", "version_text"]
+           "load", "named", "newest_known", "normalize", "release_for", "resolve", "use", "versions", "version_text"]

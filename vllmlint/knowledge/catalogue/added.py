@@ -26,6 +26,7 @@ class Entry:
     source: str           # the wheel or folder it was read from
     path: Path            # its file
     counts: str = ""      # "N flags, M env vars, K JSON config flags"
+    release: bool = False  # read from vLLM's own release wheel (is_release): ships as image vX.Y.Z
 
 
 def entries(where: Path) -> list[Entry]:
@@ -39,7 +40,7 @@ def entries(where: Path) -> list[Entry]:
             head = data["added"]
             out.append(Entry(head["name"], data["version"], head.get("source", ""), path,
                              f"{len(data['flags'])} flags, {len(data['env'])} env vars, "
-                             f"{len(data.get('json', {}))} JSON config flags"))
+                             f"{len(data.get('json', {}))} JSON config flags", bool(head.get("release"))))
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return sorted(out, key=lambda e: (parse_version(e.version), e.name))
@@ -106,7 +107,7 @@ def add(source: Path, where: Path, name: str | None = None, version: str | None 
     replaced = dest.exists()
     dest.write_text(dumps(cat), encoding="utf-8")
     counts = f"{len(cat['flags'])} flags, {len(cat['env'])} env vars, {len(cat['json'])} JSON config flags"
-    return Entry(name, cat["version"], cat["added"]["source"], dest, counts), cat, replaced
+    return Entry(name, cat["version"], cat["added"]["source"], dest, counts, bool(head.get("release"))), cat, replaced
 
 
 RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+(?:\.post\d+)?$")
