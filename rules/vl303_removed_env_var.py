@@ -59,7 +59,13 @@ class RemovedEnvVar(Rule):
     `VLLM_USE_V1`, `VLLM_ATTENTION_BACKEND` (now `--attention-backend`),
     `VLLM_MM_HASHER_ALGORITHM` (now `--mm-hasher-algorithm`, removed in 0.30.0),
     `VLLM_PREFIX_CACHE_RETENTION_INTERVAL` (now `--prefix-cache-retention-interval`),
-    `VLLM_ENGINE_ITERATION_TIMEOUT_S` (removed in 0.32.0).
+    `VLLM_ENGINE_ITERATION_TIMEOUT_S` (removed in 0.32.0). From 0.34.0 some removed variables
+    stop vLLM at startup instead (`removed_environment_variables`, checked by `validate_environ`
+    on every start): `VLLM_MARLIN_INPUT_DTYPE` set at all, `VLLM_USE_V2_MODEL_RUNNER` set to
+    anything but 1 (Model Runner V1 is gone). Those are errors, with what replaced them, from
+    the catalogue's researched notes (`vllmlint/knowledge/catalogue/notes.json`, with evidence);
+    `VLLM_MARLIN_INPUT_DTYPE` (now `--quantization humming` with
+    `VLLM_HUMMING_INPUT_QUANT_CONFIG`) is left to a human.
 
     ## Example
     ```yaml

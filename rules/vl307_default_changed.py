@@ -21,7 +21,11 @@ class DefaultChanged(Rule):
     catalogue generated from the wheels (the config class field behind the flag). A flag the
     launch does not set whose default differs is reported (info), with the release that changed
     it: `--allowed-origins` goes from `["*"]` to `[]` in 0.32.0, `--tool-strict-level` from
-    `"auto"` to `None` (decided at run time) in 0.33.0. Only literal defaults are compared, and
+    `"auto"` to `None` (decided at run time) in 0.33.0, `--gpu-memory-utilization` from `0.92`
+    to `None` in 0.34.0 (1.0 with the extensible KV cache on CUDA and ROCm: leave it unset unless
+    the GPU is shared; what a `None` means and what to do come from the catalogue's researched
+    notes, `notes.json`, with evidence). A flag and its alias (`--device-memory-utilization`)
+    are one finding. Only literal defaults are compared, and
     `None`, `""`, `[]` and `{}` count as the same "not set";
     deprecated flags, JSON config flags, server-only flags of engine-API launches, and launches
     whose options are partly built at run time (`$EXTRA_ARGS`, `--config FILE`) are left out.

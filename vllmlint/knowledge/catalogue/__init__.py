@@ -503,8 +503,8 @@ def named(value: str, added_dir: Path | None = None) -> "Catalogue":
     extra = added.names(added_dir) if added_dir is not None else []
     if version is not None and parse_version(version) > vkey(known[-1]):
         raise ValueError(
-            f"vLLM {version} is not catalogued: the newest release vllmlint knows is {newest_known(added_dir)}; "
-            f"add it with `vllmlint catalogue add vllm=={version}` (pip downloads its wheel; "
+            f"{value!r} is not a catalogued vLLM release ({known[0]}-{known[-1]} are built in); the newest "
+            f"release vllmlint knows is {newest_known(added_dir)}; add it with `vllmlint catalogue add vllm=={version}` (pip downloads its wheel; "
             f"`--latest` takes the newest on the index)")
     raise ValueError(
         f"{value!r} is not a catalogued vLLM release: use one of {known[0]}-{known[-1]} "
