@@ -135,6 +135,9 @@ def _changed_defaults(old, new) -> tuple:
     for flag, entry in new.flags.items():
         if entry.get("dep") or new.json_flag(flag):
             continue
+        named = "--" + str(entry.get("cfg", "")).rpartition(".")[2].replace("_", "-")
+        if flag != named and named in entry.get("alias", ()) and named in new.flags:
+            continue            # one setting, two names: reported under its field's (--gpu-memory-utilization)
         before = old.flags.get(flag)
         if before is None or before.get("dep"):
             continue
