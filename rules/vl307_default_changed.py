@@ -96,7 +96,8 @@ class DefaultChanged(Rule):
                 where = f"{entry['cfg']}, {entry['at']}" if entry.get("cfg") else entry.get("at", "")
                 item = _pin(flag, was, before)
                 how = f"set `{item}` to keep it" if item else "set it to keep today's behaviour"
-                note = default_note(changed_in, flag)       # researched: what the new default means
+                # researched: what the new default means (an added release's notes are its number's)
+                note = default_note(new.version if changed_in == new.name else changed_in, flag)
                 if note and note.get("say"):
                     how = note["say"].replace("--device-memory-utilization", flag).replace(
                         "--gpu-memory-utilization", flag)
@@ -130,7 +131,7 @@ def _changed_defaults(old, new) -> tuple:
     add`, not a file of the package) is compared like a built-in one."""
     from vllmlint.knowledge.catalogue import load, versions, vkey
 
-    between = [v for v in versions() if old.vtuple < vkey(v) < new.vtuple]
+    between = [v for v in versions() if old.vtuple < vkey(v) <= new.vtuple]
     out = []
     for flag, entry in new.flags.items():
         if entry.get("dep") or new.json_flag(flag):

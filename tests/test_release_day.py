@@ -274,3 +274,23 @@ def test_removed_variables_that_stop_0340(tmp_path):
     assert "vllm/envs.py:651-660" in marlin["detail"]
     # --gpu-memory-utilization set: neither it nor its alias --device-memory-utilization is reported
     assert not [f for f in json.loads(res.output) if "memory-utilization" in f["message"]]
+
+
+def test_the_real_wheel_added_is_a_release(tmp_path, added_dir):
+    """The real vLLM wheel when one is at hand ($VLLMLINT_VLLM_WHEEL, e.g. `pip download --no-deps
+    vllm==0.34.0`): added under another name, it is the release its metadata says, image tags
+    and all; a skip without it (240 MB is not fetched by the tests)."""
+    wheel = os.environ.get("VLLMLINT_VLLM_WHEEL")
+    if not wheel or not Path(wheel).is_file():
+        pytest.skip("no real vLLM wheel ($VLLMLINT_VLLM_WHEEL)")
+    data = add(Path(wheel), "--name", "pypi")
+    version = data["version"]
+    assert data["added"]["release"] is True and data["added"]["distribution"] == f"vllm {version}"
+    res = CliRunner().invoke(main, ["check", "--target-version", "pypi", "--format", "json", str(ROOT / "fixtures")])
+    assert res.exit_code == 1 and "internal error" not in res.output
+    res = CliRunner().invoke(main, ["migrate", "--to", "pypi", "--diff", str(ROOT / "fixtures" / "demo")])
+    assert "internal error" not in res.output and "set the image or pin" not in res.output
+    assert f"image tag vllm/vllm-openai:v0.29.0 -> vllm/vllm-openai:v{version}" in res.output
+    if version == "0.34.0":
+        assert "`--gpu-memory-utilization` is not set: its default changes from `0.92` to `None` in vLLM 0.34.0; " \
+               "unset now means 1.0 on CUDA and ROCm" in res.output
