@@ -59,7 +59,13 @@ class RemovedEnvVar(Rule):
     `VLLM_USE_V1`, `VLLM_ATTENTION_BACKEND` (now `--attention-backend`),
     `VLLM_MM_HASHER_ALGORITHM` (now `--mm-hasher-algorithm`, removed in 0.30.0),
     `VLLM_PREFIX_CACHE_RETENTION_INTERVAL` (now `--prefix-cache-retention-interval`),
-    `VLLM_ENGINE_ITERATION_TIMEOUT_S` (removed in 0.32.0).
+    `VLLM_ENGINE_ITERATION_TIMEOUT_S` (removed in 0.32.0). From 0.34.0 some removed variables
+    stop vLLM at startup instead (`removed_environment_variables`, checked by `validate_environ`
+    on every start): `VLLM_MARLIN_INPUT_DTYPE` set at all, `VLLM_USE_V2_MODEL_RUNNER` set to
+    anything but 1 (Model Runner V1 is gone). Those are errors, with what replaced them, from
+    the catalogue's researched notes (`vllmlint/knowledge/catalogue/notes.json`, with evidence);
+    `VLLM_MARLIN_INPUT_DTYPE` (now `--quantization humming` with
+    `VLLM_HUMMING_INPUT_QUANT_CONFIG`) is left to a human.
 
     ## Example
     ```yaml
@@ -151,6 +157,10 @@ class RemovedEnvVar(Rule):
                         + (f", deprecated there: {_trim(dep)}" if dep and not use else "")
                         + "); vLLM only warns about unknown VLLM_* variables and ignores them.")
         serves = [l for l in entry.launches if is_vllm(l)]
+        from vllmlint.knowledge.catalogue.notes import env_note
+        note = env_note(gone.removed_in, name)          # researched: what the release does with it set
+        if note is not None:
+            return self._noted(entry, gone, note, serves)
         if use and use.startswith("--") and use in cat.flags:
             return self._to_flag(cat, entry, head, use, serves)
         if use and use.startswith("--") and "." in use:
@@ -169,6 +179,26 @@ class RemovedEnvVar(Rule):
         return self._f(entry.file, entry.span, head + ": nothing replaces it, remove it",
                             Fix(list(entry.removal), f"remove {name}"), launches=entry.launches,
                             min_release=self.target)
+
+    def _noted(self, entry, gone, note, serves):
+        """A variable whose removal the catalogue's notes describe (notes.json): some stop vLLM
+        at startup (0.34.0: VLLM_MARLIN_INPUT_DTYPE, VLLM_USE_V2_MODEL_RUNNER other than 1),
+        which is an error, not the silent no-op of other removed variables."""
+        from vllmlint.knowledge.catalogue.notes import refuses
+
+        stops = refuses(note, entry.value)
+        head = f"{entry.name} was removed in vLLM {gone.removed_in}: {note['say']}"
+        self._detail = (f"Removed in {gone.removed_in} (last in {gone.last}); "
+                        + ("vLLM refuses to start with it set" if stops else
+                           "vLLM may refuse to start with it set (its value is known at run time)" if stops is None
+                           else "vLLM only warns about it")
+                        + f"; replaced by: {note.get('replaced_by', 'nothing')}. Evidence: "
+                        + "; ".join(note.get("evidence", [])) + ".")
+        severity = "error" if stops is not False else None
+        if note.get("by_hand") or not serves or entry.removal is None:
+            return self._f(entry.file, entry.span, head + _nowhere(entry) if not serves else head, severity=severity)
+        return self._f(entry.file, entry.span, head, Fix(list(entry.removal), f"remove {entry.name}"),
+                       launches=entry.launches, min_release=self.target, severity=severity)
 
     def _to_flag(self, cat, entry, head, flag, serves):
         name = entry.name

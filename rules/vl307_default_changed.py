@@ -21,7 +21,11 @@ class DefaultChanged(Rule):
     catalogue generated from the wheels (the config class field behind the flag). A flag the
     launch does not set whose default differs is reported (info), with the release that changed
     it: `--allowed-origins` goes from `["*"]` to `[]` in 0.32.0, `--tool-strict-level` from
-    `"auto"` to `None` (decided at run time) in 0.33.0. Only literal defaults are compared, and
+    `"auto"` to `None` (decided at run time) in 0.33.0, `--gpu-memory-utilization` from `0.92`
+    to `None` in 0.34.0 (1.0 with the extensible KV cache on CUDA and ROCm: leave it unset unless
+    the GPU is shared; what a `None` means and what to do come from the catalogue's researched
+    notes, `notes.json`, with evidence). A flag and its alias (`--device-memory-utilization`)
+    are one finding. Only literal defaults are compared, and
     `None`, `""`, `[]` and `{}` count as the same "not set";
     deprecated flags, JSON config flags, server-only flags of engine-API launches, and launches
     whose options are partly built at run time (`$EXTRA_ARGS`, `--config FILE`) are left out.
@@ -60,6 +64,7 @@ class DefaultChanged(Rule):
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target, load, release_for
         from vllmlint.knowledge.catalogue.argv import is_vllm, options
+        from vllmlint.knowledge.catalogue.notes import default_note
         from vllmlint.knowledge.versions import fmt
 
         new = for_target(self.target)
@@ -80,14 +85,22 @@ class DefaultChanged(Rule):
                 continue                # options built at run time or read from a file: unknown
             given = {o.match.base for o in opts if o.match.kind in ("exact", "prefix")}
             given |= {o.match.base for o in options(launch, old) if o.match.kind in ("exact", "prefix")}
-            for flag, entry, before, was, now, changed_in in _changed_defaults(today, new.version):
-                if flag in given:
+            said = set()
+            for flag, entry, before, was, now, changed_in in _changed_defaults(old, new):
+                names = {flag, *entry.get("alias", ())}     # 0.34.0: --gpu- and --device-memory-utilization
+                if names & given or names & said:
                     continue
+                said |= names
                 if launch.kind == ENGINE and str(entry.get("cfg", "")).startswith("FrontendArgs"):
                     continue
                 where = f"{entry['cfg']}, {entry['at']}" if entry.get("cfg") else entry.get("at", "")
                 item = _pin(flag, was, before)
                 how = f"set `{item}` to keep it" if item else "set it to keep today's behaviour"
+                # researched: what the new default means (an added release's notes are its number's)
+                note = default_note(new.version if changed_in == new.name else changed_in, flag)
+                if note and note.get("say"):
+                    how = note["say"].replace("--device-memory-utilization", flag).replace(
+                        "--gpu-memory-utilization", flag)
                 fix = None
                 token = _written(item, launch) if item and launch.kind != ENGINE and not launch.not_editable else None
                 if keep and token:
@@ -98,6 +111,9 @@ class DefaultChanged(Rule):
                     how += " (not pinned automatically: set it by hand)"
                 maybe = " - vLLM then picks the value at run time, which may still be the old one" \
                     if now is None else ""
+                if note:
+                    maybe = (f": {note.get('means', '')}; {note.get('advice', '')}"
+                             f" (evidence: {'; '.join(note.get('evidence', [])[:3])})")
                 yield self.finding(launch.file, launch.span,
                                    f"`{flag}` is not set: its default changes from {_show(was)} to {_show(now)} "
                                    f"in vLLM {changed_in}; {how}", fix,
@@ -107,18 +123,22 @@ class DefaultChanged(Rule):
 
 
 @functools.lru_cache(maxsize=None)
-def _changed_defaults(today: str, target: str) -> tuple:
-    """Every flag of `target` whose default differs from `today`'s, with the first release in
-    between that changed it: (flag, entry, before, was, now, changed_in). The same for every
-    launch on `today`, so computed once per pair of releases (it parses every default)."""
+def _changed_defaults(old, new) -> tuple:
+    """Every flag of the target's catalogue `new` whose default differs from `old`'s (today's),
+    with the first release in between that changed it: (flag, entry, before, was, now,
+    changed_in). The same for every launch on `old`, so computed once per pair of catalogues
+    (it parses every default); keyed on the objects, so an added release (`vllmlint catalogue
+    add`, not a file of the package) is compared like a built-in one."""
     from vllmlint.knowledge.catalogue import load, versions, vkey
 
-    new, old = load(target), load(today)
-    between = [v for v in versions() if vkey(today) < vkey(v) <= vkey(target)]
+    between = [v for v in versions() if old.vtuple < vkey(v) <= new.vtuple]
     out = []
     for flag, entry in new.flags.items():
         if entry.get("dep") or new.json_flag(flag):
             continue
+        named = "--" + str(entry.get("cfg", "")).rpartition(".")[2].replace("_", "-")
+        if flag != named and named in entry.get("alias", ()) and named in new.flags:
+            continue            # one setting, two names: reported under its field's (--gpu-memory-utilization)
         before = old.flags.get(flag)
         if before is None or before.get("dep"):
             continue
@@ -126,7 +146,7 @@ def _changed_defaults(today: str, target: str) -> tuple:
         if was is _MISSING or now is _MISSING or was == now or (_empty(was) and _empty(now)):
             continue
         changed_in = next((v for v in between
-                           if default_value(load(v).flags.get(flag, {}).get("default")) != was), target)
+                           if default_value(load(v).flags.get(flag, {}).get("default")) != was), new.name)
         out.append((flag, entry, before, was, now, changed_in))
     return tuple(out)
 

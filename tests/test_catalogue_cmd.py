@@ -21,7 +21,9 @@ from real_vllm import missing
 from test_catalogue import WHEEL, write_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
-NIGHTLY = "0.33.1.dev7+gabc1234"          # after the newest built-in release
+NEWEST = versions()[-1]                   # the newest built-in release
+NIGHTLY = NEWEST[:NEWEST.rindex(".")] + ".1.dev7+gabc1234"          # a nightly after it
+NEXT_PATCH = NEWEST[:NEWEST.rindex(".")] + ".2"
 
 
 @pytest.fixture(autouse=True)
@@ -108,15 +110,15 @@ def test_check_against_an_added_release(tmp_path):
     assert found == {("VL302", "--max-model-len")}, res.output
     [f] = json.loads(res.output)
     assert "was removed in vLLM nightly" in f["message"] and "vLLM nightly will not start" in f["message"]
-    assert "Last in 0.33.0" in f["detail"] and "vLLM nightly refuses to start" in f["detail"]
+    assert f"Last in {NEWEST}" in f["detail"] and "vLLM nightly refuses to start" in f["detail"]
 
-    res = cli("check", "--target-version", "0.33.0", "--format", "json", proj)
+    res = cli("check", "--target-version", NEWEST, "--format", "json", proj)
     found = {(f["code"], f["message"].split("`")[1]) for f in json.loads(res.output)}
     assert found == {("VL301", "--cache-mode")}, res.output
 
     res = CliRunner().invoke(main, ["check", "--target-version", "nightl", str(proj)])
     assert res.exit_code == 2 and "added in" in res.output and ": nightly;" in res.output
-    assert "0.6.6-0.33.0" in res.output and "vllmlint catalogue add" in res.output
+    assert f"0.6.6-{NEWEST}" in res.output and "vllmlint catalogue add" in res.output
 
 
 def test_settings_catalogue_dir_is_relative_to_the_settings_file(tmp_path, monkeypatch):
@@ -147,7 +149,7 @@ def test_migrate_to_an_added_release_leaves_the_image_to_a_human(tmp_path):
     proj.mkdir()
     (proj / "Dockerfile").write_text("FROM vllm/vllm-openai:v0.30.0\nCMD [\"vllm\", \"serve\", \"m\", \"--block-size\", \"16\"]\n")
     res = CliRunner().invoke(main, ["migrate", "--to", "nightly", str(proj)])
-    assert "Migration to vLLM nightly (0.33.1.dev7+gabc1234)" in res.output, res.output
+    assert f"Migration to vLLM nightly ({NIGHTLY})" in res.output, res.output
     assert "the target is the added release nightly" in res.output
     assert "v0.30.0" in (proj / "Dockerfile").read_text()
 
@@ -167,8 +169,11 @@ def test_diff_of_two_releases(tmp_path):
     assert "Flags removed (1)\n  --enable-bf16x3-router-gemm\n" in text and "  +HiSparseConnector" in text
     # nothing changed between a release and itself; an unknown name is a usage error
     assert "nothing changed" in cli("catalogue", "diff", "0.30.0", "0.30.0").output
-    res = CliRunner().invoke(main, ["catalogue", "diff", "0.30.0", "0.99.0"])
+    res = CliRunner().invoke(main, ["catalogue", "diff", "0.30.0", "0.29.7"])
     assert res.exit_code == 2 and "not a catalogued vLLM release" in res.output
+    # newer than every release known: how to add it
+    res = CliRunner().invoke(main, ["catalogue", "diff", "0.30.0", "0.99.0"])
+    assert res.exit_code == 2 and "vllmlint catalogue add vllm==0.99.0" in res.output
 
 
 def test_diff_finds_a_rename_between_added_releases(tmp_path):
@@ -178,14 +183,14 @@ def test_diff_finds_a_rename_between_added_releases(tmp_path):
         return files
 
     assert cli("catalogue", "add", make_wheel(tmp_path), "--name", "a").exit_code == 0
-    assert cli("catalogue", "add", make_wheel(tmp_path, "0.33.2", rename, "b"), "--name", "b").exit_code == 0
+    assert cli("catalogue", "add", make_wheel(tmp_path, NEXT_PATCH, rename, "b"), "--name", "b").exit_code == 0
     d = json.loads(cli("catalogue", "diff", "a", "b", "--format", "json").output)
     assert d["flags"]["renamed"] == {"--swap-space": "--cpu-swap"}
     assert d["flags"]["added"] == d["flags"]["removed"] == []
     assert d["env"]["default_changed"] == {"VLLM_LOGGING_LEVEL": ['"INFO"', '"DEBUG"']}
     assert d["env"]["choices_changed"] == {"VLLM_LOGGING_LEVEL": {"added": ["TRACE"], "removed": []}}
     text = cli("catalogue", "diff", "a", "b").output
-    assert text.startswith(f"vLLM a ({NIGHTLY}) -> b (0.33.2)") and "--swap-space -> --cpu-swap" in text
+    assert text.startswith(f"vLLM a ({NIGHTLY}) -> b ({NEXT_PATCH})") and "--swap-space -> --cpu-swap" in text
 
 
 def test_builtin_path_is_the_scripts_path(tmp_path):

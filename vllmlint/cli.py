@@ -6,6 +6,7 @@ read or parsed (reported as `path:line: reason`; the other files are still check
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import click
@@ -25,6 +26,25 @@ def _usage(err: UsageError) -> click.ClickException:
     return click.BadParameter(str(err), param_hint=err.hint) if err.hint else click.UsageError(str(err))
 
 
+def _version(ctx: click.Context, on: bool) -> None:
+    """`vllmlint --version`: its own version, then the vLLM releases it knows (built in, and the
+    newest added from vLLM's own wheel in the catalogue folder)."""
+    if not on or ctx.resilient_parsing:
+        return
+    from .knowledge.catalogue import newest_known, versions
+    from .lint.config import ConfigError, load_settings
+    from pathlib import Path
+
+    try:
+        where = _added_dir(load_settings(Path.cwd()))
+    except (ConfigError, UsageError):
+        where = None
+    known = versions()
+    click.echo(f"vllmlint, version {__version__}")
+    click.echo(f"vLLM releases: {known[0]}-{known[-1]} built in ({len(known)}); newest known: {newest_known(where)}")
+    ctx.exit()
+
+
 def _resolve_target(value: str, param_hint: str, added_dir):
     try:
         return _resolve_target_plain(value, param_hint, added_dir)
@@ -37,7 +57,8 @@ LINT_COMMANDS = frozenset({"check", "launches", "rules", "rule", "migrate"})
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="vllmlint")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, _, on: _version(ctx, on),
+              help="Show the version and the newest vLLM release known, and exit.")
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Lint and migrate vLLM deployment configs (Dockerfile, compose, Kubernetes, shell, Python)."""
@@ -261,7 +282,9 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
 
     def post_edits(project):
         bumps = find_bumps(project, to_version)
-        if added is not None:      # an added release (nightly, fork): which image or pin ships it is the user's call
+        if added is not None and not added.official:
+            # an added nightly, fork or plugin install: which image or pin ships it is the user's call;
+            # vLLM's own release wheel (`catalogue add vllm==X.Y.Z`) ships as vX.Y.Z like a built-in one
             for b in bumps:
                 if b.edit is not None:
                     b.edit, b.why_not = None, (f"the target is the added release {added.name}: set the image "
@@ -291,7 +314,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     else:
         errors += _write(outcome)
     verb = "would change" if diff else "changed"
-    to_text = fmt(to_version) if added is None else f"{added.name} ({added.version})"
+    to_text = fmt(to_version) if added is None or added.name == fmt(to_version) else f"{added.name} ({added.version})"
     click.echo(f"\nMigration to vLLM {to_text}: {verb} {len(changed)} file(s).", err=diff)
     say = (lambda s: click.echo(s, err=True)) if diff else click.echo
     if len(steps) > 1:
@@ -434,7 +457,10 @@ def catalogue(ctx, config_file):
 
 
 @catalogue.command("add")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("sources", nargs=-1)
+@click.option("--latest", is_flag=True,
+              help="Add the newest vLLM release on the package index (pip's own configuration), unless built in "
+                   "or added already.")
 @click.option("--name", help="The name to use it by (default: its release number); not a built-in release's.")
 @click.option("--version", "version",
               help="The vLLM release it is (or is based on), when its vllm/_version.py does not say X.Y.Z.")
@@ -442,12 +468,25 @@ def catalogue(ctx, config_file):
               help="Maintainers: write vllm-X.json into the package's own catalogue (or -o) and rebuild "
                    "its index.json, as scripts/extract_catalogue.py does.")
 @click.option("-o", "--out", type=click.Path(file_okay=False), help="With --builtin: the folder to write to.")
-def catalogue_add(sources, name, version, builtin, out):
+def catalogue_add(sources, latest, name, version, builtin, out):
     """Extract the vLLM in SOURCES (a vllm-*.whl, an unpacked wheel, or a site-packages folder
-    holding vllm/) with the same AST reader as the built-in catalogue; nothing of it is imported."""
+    holding vllm/) with the same AST reader as the built-in catalogue; nothing of it is imported.
+
+    A SOURCE `vllm==X.Y.Z` (or --latest) downloads that release's wheel with pip (your pip
+    configuration: index, proxy, certificates), reads it and deletes it; the extracted release
+    is kept in the catalogue folder. Offline or refused: one line, exit 2."""
     from pathlib import Path
 
     from .knowledge.catalogue import extract as ex
+
+    if latest or any(_is_requirement(s) for s in sources):
+        return _add_from_index(sources, latest, name, version, builtin, out)
+    if not sources:
+        raise click.UsageError("give a wheel, a folder holding vllm/, `vllm==X.Y.Z`, or --latest")
+    for src in sources:
+        if not Path(src).exists():
+            raise click.BadParameter(f"'{src}' does not exist (a release from the index is written vllm==X.Y.Z)",
+                                     param_hint="'SOURCES...'")
 
     if builtin:
         if name:
@@ -484,6 +523,63 @@ def catalogue_add(sources, name, version, builtin, out):
                        err=True)
 
 
+def _is_requirement(text: str) -> bool:
+    from pathlib import Path
+
+    from .knowledge.catalogue.download import requirement
+
+    return requirement(text) is not None and not Path(text).exists()
+
+
+class DownloadFailed(click.ClickException):
+    """pip could not get a wheel: `Error: <pip's reason>` on one line, exit 2."""
+    exit_code = 2
+
+
+def _add_from_index(sources, latest, name, version, builtin, out):
+    """`catalogue add vllm==X.Y.Z` / `--latest`: pip downloads the wheel into a temporary folder,
+    it is read like a path, then deleted. A release already built in, or already added from
+    vLLM's own wheel, downloads nothing (the added file is the cache)."""
+    import tempfile
+    from pathlib import Path
+
+    from .knowledge.catalogue import versions
+    from .knowledge.catalogue import download as dl
+    from .knowledge.catalogue.added import entries
+    from .knowledge.versions import parse_version
+
+    if latest and sources:
+        raise click.UsageError("--latest takes no SOURCES")
+    if len(sources) > 1:
+        raise click.UsageError("one requirement at a time (vllm==X.Y.Z)")
+    try:
+        if latest:
+            pkg, ver = "vllm", dl.latest("vllm")
+        else:
+            pkg, ver = dl.requirement(sources[0])
+        where = click.get_current_context().obj
+        if not builtin and not name and re.sub(r"[-_.]+", "-", pkg).lower() == "vllm":
+            if ver in versions():
+                click.echo(f"vLLM {ver} is built in: nothing to add" + (" (the newest release on the index)" if latest else ""))
+                return
+            for e in entries(where):
+                if e.name == ver and e.release:
+                    click.echo(f"vLLM {ver} is added already ({e.source}, in {e.path}): nothing downloaded")
+                    return
+        try:
+            parse_version(ver)
+        except ValueError:
+            raise click.UsageError(f"{pkg}=={ver}: not a release number X.Y.Z") from None
+        with tempfile.TemporaryDirectory(prefix="vllmlint-wheel-") as tmp:
+            wheel = dl.download(pkg, ver, Path(tmp))
+            click.echo(f"Downloaded {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)", err=True)
+            ctx = click.get_current_context()
+            ctx.invoke(catalogue_add, sources=(str(wheel),), latest=False, name=name, version=version,
+                       builtin=builtin, out=out)
+    except dl.DownloadError as err:
+        raise DownloadFailed(str(err)) from None
+
+
 @catalogue.command("list")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def catalogue_list(fmt):
@@ -502,7 +598,10 @@ def catalogue_list(fmt):
     widths = [max(len(r[k]) for r in rows) for k in ("name", "version", "source")]
     for r in rows:
         click.echo(f"{r['name']:<{widths[0]}}  {r['version']:<{widths[1]}}  {r['source']:<{widths[2]}}  {r['where']}")
-    click.echo(f"{len(versions())} built-in, {len(rows) - len(versions())} added (in {where})", err=True)
+    from .knowledge.catalogue import newest_known
+
+    click.echo(f"{len(versions())} built-in, {len(rows) - len(versions())} added (in {where}); "
+               f"newest release known: {newest_known(where)}", err=True)
 
 
 @catalogue.command("diff")

@@ -115,9 +115,20 @@ def for_target(target: Version) -> "Catalogue | None":
     return load(v) if v else None
 
 
-@lru_cache(maxsize=None)
 def load(version: str) -> "Catalogue":
+    """A built-in release's catalogue; the name of the added release in use() gives that one
+    (the merged history names it among the built-in releases: VL306's `rem.last`, VL307's target)."""
+    if _ADDED is not None and version == _ADDED.name:
+        return _ADDED
+    return _load_builtin(version)
+
+
+@lru_cache(maxsize=None)
+def _load_builtin(version: str) -> "Catalogue":
     return Catalogue(_read(DATA / f"vllm-{version}.json"), modules_file=f"vllm-{version}.json")
+
+
+load.cache_info, load.cache_clear = _load_builtin.cache_info, _load_builtin.cache_clear   # as when load was the cache
 
 
 def normalize(token: str) -> str:
@@ -167,6 +178,14 @@ class Catalogue:
             self._data.update(_read_modules(self._modules_file))
             self._modules_file = None
         return self._data
+
+    @property
+    def official(self) -> bool:
+        """Built in, or added from vLLM's own release wheel (distribution `vllm`, version X.Y.Z):
+        its image tag is vX.Y.Z and `vllm==X.Y.Z` installs it. A nightly, a fork or a plugin
+        install is not: which image ships it is the user's to say."""
+        head = self._data.get("added")
+        return head is None or bool(head.get("release"))
 
     @property
     def kv(self) -> dict:
@@ -482,12 +501,30 @@ def named(value: str, added_dir: Path | None = None) -> "Catalogue":
     from . import added
 
     extra = added.names(added_dir) if added_dir is not None else []
+    if version is not None and parse_version(version) > vkey(known[-1]):
+        raise ValueError(
+            f"{value!r} is not a catalogued vLLM release ({known[0]}-{known[-1]} are built in); the newest "
+            f"release vllmlint knows is {newest_known(added_dir)}; add it with `vllmlint catalogue add vllm=={version}` (pip downloads its wheel; "
+            f"`--latest` takes the newest on the index)")
     raise ValueError(
         f"{value!r} is not a catalogued vLLM release: use one of {known[0]}-{known[-1]} "
         f"({', '.join(known[-4:])}, ...), `latest`"
         + (f", or a release added in {added_dir}: {', '.join(extra)}" if extra else "")
         + "; to add one (a wheel, a nightly, a fork, a site-packages folder), run "
         "`vllmlint catalogue add PATH --name NAME` (README: Version catalogue)")
+
+
+def newest_known(added_dir: Path | None = None) -> str:
+    """The newest release vllmlint knows: the newest built-in one, or a newer vLLM release added
+    from its own wheel (`vllmlint catalogue add vllm==X.Y.Z`)."""
+    best = versions()[-1]
+    if added_dir is not None and added_dir.is_dir():
+        from . import added
+
+        for e in added.entries(added_dir):
+            if e.release and parse_version(e.version) > vkey(best):
+                best = e.name if e.name == e.version else f"{e.version} (added as {e.name})"
+    return best
 
 
 def resolve(value: str, added_dir: Path | None = None) -> tuple[tuple[int, int, int], "Catalogue | None"]:
@@ -501,4 +538,4 @@ def version_text(target: Version) -> str:
 
 
 __all__ = ["Catalogue", "History", "Match", "Removal", "active", "for_target", "history", "index", "index_section",
-           "load", "named", "normalize", "release_for", "resolve", "use", "versions", "version_text"]
+           "load", "named", "newest_known", "normalize", "release_for", "resolve", "use", "versions", "version_text"]

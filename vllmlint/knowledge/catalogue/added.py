@@ -26,6 +26,7 @@ class Entry:
     source: str           # the wheel or folder it was read from
     path: Path            # its file
     counts: str = ""      # "N flags, M env vars, K JSON config flags"
+    release: bool = False  # read from vLLM's own release wheel (is_release): ships as image vX.Y.Z
 
 
 def entries(where: Path) -> list[Entry]:
@@ -39,7 +40,7 @@ def entries(where: Path) -> list[Entry]:
             head = data["added"]
             out.append(Entry(head["name"], data["version"], head.get("source", ""), path,
                              f"{len(data['flags'])} flags, {len(data['env'])} env vars, "
-                             f"{len(data.get('json', {}))} JSON config flags"))
+                             f"{len(data.get('json', {}))} JSON config flags", bool(head.get("release"))))
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return sorted(out, key=lambda e: (parse_version(e.version), e.name))
@@ -93,19 +94,67 @@ def add(source: Path, where: Path, name: str | None = None, version: str | None 
     name = name or version
     check_name(name, versions())
     cat = Extractor(tree, version).extract()
-    added = {"version": cat["version"], "generator": cat["generator"],
-             "added": {"name": name, "source": _describe(source)}}
+    head = {"name": name, "source": _describe(source)}
+    dist = distribution(source)
+    if dist is not None:
+        head["distribution"] = f"{dist[0]} {dist[1]}"
+        if is_release(dist, version):
+            head["release"] = True
+    added = {"version": cat["version"], "generator": cat["generator"], "added": head}
     cat = {**added, **{k: v for k, v in cat.items() if k not in added}}
     where.mkdir(parents=True, exist_ok=True)
     dest = path_of(where, name)
     replaced = dest.exists()
     dest.write_text(dumps(cat), encoding="utf-8")
     counts = f"{len(cat['flags'])} flags, {len(cat['env'])} env vars, {len(cat['json'])} JSON config flags"
-    return Entry(name, cat["version"], cat["added"]["source"], dest, counts), cat, replaced
+    return Entry(name, cat["version"], cat["added"]["source"], dest, counts, bool(head.get("release"))), cat, replaced
+
+
+RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+(?:\.post\d+)?$")
+
+
+def distribution(source: Path) -> tuple[str, str] | None:
+    """(Name, Version) from the `*.dist-info/METADATA` of the wheel or folder that holds vllm/
+    (None: no metadata, e.g. a source checkout)."""
+    import email.parser
+    import zipfile
+
+    text = None
+    if source.is_file() and zipfile.is_zipfile(source):
+        with zipfile.ZipFile(source) as z:
+            meta = sorted(n for n in z.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
+            text = z.read(meta[0]).decode("utf-8", "replace") if meta else None
+    elif source.is_dir():
+        meta = sorted(source.glob("vllm-*.dist-info/METADATA")) or sorted(source.glob("*.dist-info/METADATA"))
+        for path in meta:
+            candidate = path.read_text(encoding="utf-8", errors="replace")
+            if _name(candidate) == "vllm" or len(meta) == 1:
+                text = candidate
+                break
+    if text is None:
+        return None
+    head = email.parser.Parser().parsestr(text, headersonly=True)
+    name, ver = head.get("Name"), head.get("Version")
+    return (name.strip(), ver.strip()) if name and ver else None
+
+
+def _name(metadata: str) -> str:
+    m = re.search(r"^Name:\s*(\S+)", metadata, re.M)
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else ""
+
+
+def is_release(dist: tuple[str, str], version: str) -> bool:
+    """vLLM's own release: distribution `vllm` (PEP 503 normalized), a plain release number
+    (X.Y.Z or X.Y.Z.postN: no .dev, rc or +local part, which nightlies, CPU and platform builds
+    carry), the same number its vllm/_version.py says. Such a release has image tag vX.Y.Z and
+    pin vllm==X.Y.Z, so `migrate --to` bumps them as for a built-in release."""
+    name, ver = dist
+    return re.sub(r"[-_.]+", "-", name).lower() == "vllm" and bool(RELEASE_RE.match(ver)) and ver == version
 
 
 def _describe(source: Path) -> str:
     return f"wheel {source.name}" if source.is_file() else f"folder {source.resolve()}"
 
 
-__all__ = ["ENV", "Entry", "add", "default_folder", "entries", "folder", "load_added", "names"]
+__all__ = ["ENV", "Entry", "add", "default_folder", "distribution", "entries", "folder", "is_release", "load_added",
+           "names"]

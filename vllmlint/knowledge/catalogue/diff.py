@@ -104,7 +104,17 @@ def diff(a, b) -> dict:
         "nixl_extra_keys": _set_diff(kva.get("nixl_extra_keys", {}), kvb.get("nixl_extra_keys", {})),
         "subcommands": _set_diff(da.get("subcommands", []), db.get("subcommands", [])),
         "deprecated_modules": _set_diff(da.get("deprecated_modules", {}), db.get("deprecated_modules", {})),
+        "notes": _notes(a, b),
     }
+
+
+def _notes(a, b) -> dict:
+    """The researched notes (notes.json) of every release after `a` up to `b`: what the
+    generator does not see, with evidence."""
+    from . import vkey
+    from .notes import release_notes, released
+
+    return {r: release_notes(r) for r in sorted(released(), key=vkey) if a.vtuple < vkey(r) <= b.vtuple}
 
 
 def is_empty(d: dict) -> bool:
@@ -112,7 +122,7 @@ def is_empty(d: dict) -> bool:
         if isinstance(v, dict):
             return all(empty(x) for x in v.values())
         return not v
-    return all(empty(v) for k, v in d.items() if k not in ("from", "to"))
+    return all(empty(v) for k, v in d.items() if k not in ("from", "to", "notes"))
 
 
 def _label(side: dict) -> str:
@@ -127,7 +137,7 @@ def _short(text, limit: int = 60) -> str:
 def render_text(d: dict) -> str:
     lines = [f"vLLM {_label(d['from'])} -> {_label(d['to'])}"]
     if is_empty(d):
-        return lines[0] + ": nothing changed in flags, env vars, JSON fields or connectors"
+        return lines[0] + ": nothing changed in flags, env vars, JSON fields or connectors" + _render_notes(d)
 
     def section(title: str, rows: list[str]) -> None:
         if rows:
@@ -166,7 +176,25 @@ def render_text(d: dict) -> str:
     section("Subcommands", [f"+{c}" for c in d["subcommands"]["added"]] + [f"-{c}" for c in d["subcommands"]["removed"]])
     section("Deprecated launch modules", [f"+{c}" for c in d["deprecated_modules"]["added"]]
             + [f"-{c}" for c in d["deprecated_modules"]["removed"]])
-    return "\n".join(lines)
+    return "\n".join(lines) + _render_notes(d)
+
+
+def _render_notes(d: dict) -> str:
+    """What each release in between changed that a deployment must know (researched by hand)."""
+    lines = []
+    for release, n in d.get("notes", {}).items():
+        lines += ["", f"What vLLM {release} changed that a deployment must know (researched in its source: "
+                      f"vllmlint/knowledge/catalogue/notes.json, which has the evidence)"]
+        for c in n.get("changes", []):
+            lines.append(f"  [{c['topic']}] {c['what']}")
+            lines.extend(f"      {e}" for e in c.get("evidence", []))
+        for name, e in n.get("env", {}).items():
+            lines.append(f"  [env] {name}: {e['say']}")
+        if n.get("vl101"):
+            v = n["vl101"]
+            lines.append(f"  [VL101] premise {'holds' if v['holds'] else 'no longer holds'}: {v['what']}")
+            lines.extend(f"      {e}" for e in v.get("evidence", []))
+    return "\n" + "\n".join(lines) if lines else ""
 
 
 def _choice_row(name: str, c: dict) -> str:
