@@ -42,7 +42,7 @@ def test_chain_from_0_27_to_0_33(tmp_path):
     result = invoke("migrate", "--from", "0.27.0", "--to", "0.33.0", str(tree))
     out = result.stdout
     assert result.exit_code == 1, out             # two findings are left for a human
-    assert "Migration to vLLM 0.33.0: changed 4 file(s)." in out
+    assert "Migration to vLLM 0.33.0: changed 4 files." in out
     assert "from vLLM 0.27.0 (--from), 6 steps: 0.28.0, 0.29.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0" in out
     steps = out.split("  step ")[1:]
     by_step = {s.split(":", 1)[0]: s for s in steps}
@@ -70,7 +70,7 @@ def test_chain_from_0_27_to_0_33(tmp_path):
     assert after["requirements.txt"] == "vllm==0.33.0\n"
 
     again = invoke("migrate", "--to", "0.33.0", str(tree))
-    assert "changed 0 file(s)" in again.stdout and snapshot(tree) == after
+    assert "changed 0 files." in again.stdout and snapshot(tree) == after
 
 
 def test_chain_detects_the_current_release(tmp_path):
