@@ -99,7 +99,7 @@ def test_changed_defaults_are_listed_and_pinned_with_keep_defaults(tmp_path):
     text = out.stdout + (out.stderr or "")
     assert "Changes behaviour silently (2):" in text and "Left for a human" not in text
     assert "`--allowed-origins` is not set: its default changes from `[\"*\"]`" in text
-    assert out.exit_code == 0
+    assert out.exit_code == 1, "changes are pending: --diff exits 1"
     report = tmp_path / "migration.md"
     pinned = invoke("migrate", "--to", "0.33.0", "--keep-defaults", "--report", str(report), str(tree))
     assert pinned.exit_code == 0, pinned.stdout

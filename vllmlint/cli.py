@@ -11,7 +11,7 @@ import sys
 import click
 
 from . import __version__
-from .lint.checkrun import (UsageError, catalogue_folder as _added_dir, file_notes,
+from .lint.checkrun import (UsageError, catalogue_folder as _added_dir, file_notes, show_engine_log,
                             run_check, use_catalogue as _use, values_paths as _values_paths, write_fixes as _write)
 from .lint.checkrun import failing_problems as _problems
 from .lint.checkrun import resolve_target as _resolve_target_plain
@@ -139,6 +139,8 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
 @VERBOSE
 def launches(paths, fmt, values_files, verbose):
     """List every vLLM launch found, with its argv and environment."""
+    if verbose:
+        show_engine_log()
     from pathlib import Path
 
     from .lint.config import ConfigError, load_settings
@@ -248,6 +250,8 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
       3  with --verify: the rehearsal failed, nothing was written (the tree fails on the
          release it pins, or the migrated copy fails on the target)
     """
+    if verbose:
+        show_engine_log()
     from .lint.migrate import detect_version, find_bumps, run_chain, step_key, steps_between
     from .lint.project import load
     from .lint.report import grouped_lines, plural, text_line, unified_diff
@@ -355,8 +359,12 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
             + ("" if keep_defaults else "; `--keep-defaults` pins today's value"))
         for line in grouped_lines(silent):
             say("  " + line)
-    for line in errors:
-        click.echo(line, err=True)
+    from .lint.report import problem_line, run_error
+
+    for line in errors:               # worded as check words them: path:line:col: E000 error: ...
+        click.echo(problem_line(run_error(line)), err=True)
+    if errors:
+        say(f"{plural(len({run_error(e).display for e in errors}), 'file')} could not be read or written.")
     if report_file:
         from pathlib import Path
 

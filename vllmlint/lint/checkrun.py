@@ -84,6 +84,8 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
         echo(json.dumps(settings.as_dict(), indent=2))
         return 0
 
+    if verbose:
+        show_engine_log()
     stdin = "-" in paths
     if stdin:
         if len(paths) > 1:
@@ -179,6 +181,13 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
     if exit_non_zero_on_fix and fix and outcome.fixed:
         return 1
     return 1 if failing(findings, fail_level) else 0
+
+
+def show_engine_log() -> None:
+    """-v: the Helm SDK's own log lines reach stderr (held back otherwise: parsers.helm)."""
+    from ..parsers import helm
+
+    helm.SHOW_ENGINE_LOG = True
 
 
 def catalogue_folder(settings=None):

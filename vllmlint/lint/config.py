@@ -133,7 +133,8 @@ def _load(path: Path) -> dict:
         import re
 
         m = re.search(r"\(at line (\d+), column \d+\)", str(err))
-        raise ConfigError(f"{_where(_display(path), int(m.group(1)) if m else 0)}: invalid TOML: {err}") from None
+        line = int(m.group(1)) if m else len(_text(path).splitlines())     # "(at end of document)"
+        raise ConfigError(f"{_where(_display(path), line)}: invalid TOML: {err}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{_display(path)}: cannot read: {err}") from None
 
@@ -297,6 +298,7 @@ def value_line(text: str, table: str, key: str, value: str) -> int:
     if not start:
         return 0
     for n, line in enumerate(text.splitlines()[start - 1:], start):
-        if f'"{value}"' in line or f"'{value}'" in line:
+        if f'"{value}"' in line or f"'{value}'" in line or line.strip().startswith(f"{value} ") \
+                or line.strip().startswith(f"{value}="):
             return n
     return 0
