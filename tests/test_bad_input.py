@@ -3,7 +3,7 @@ could not be checked, its bytes untouched, and the other files still checked (an
 
 Each test puts the bad file next to `launch.sh`, a script with a fixable VL001 finding, runs
 `check --fix` on the folder, and asserts the message, the exit code, the bad file's bytes and
-that launch.sh was fixed anyway. Time and memory are bounded (the README's "Limits and safety").
+that launch.sh was fixed anyway. Time and memory are bounded (docs/limits.md).
 """
 from __future__ import annotations
 
