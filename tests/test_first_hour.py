@@ -234,3 +234,21 @@ def test_helm_go_log_is_held_back_unless_verbose(tmp_path):
     quiet, verbose = run(), run("-v")
     assert "VL001" in quiet.stdout and "symbolic link" not in quiet.stderr, quiet.stderr
     assert "found symbolic link in path" in verbose.stderr
+
+
+OLD_COMPOSE = """services:
+  vllm:
+    image: vllm/vllm-openai:v0.8.0
+    command: ["--model", "m", "--max-model-len", "8192"]
+"""
+
+
+def test_migrate_across_many_releases_says_idle_steps_once(tree):
+    """Found as a user (a compose file on v0.8.0, 26 steps to 0.30.0): 24 lines of `step X: nothing
+    to change` are one line."""
+    (tree / "compose.yaml").write_text(OLD_COMPOSE)
+    result = invoke("migrate", "--to", "0.30.0", "--diff", ".")
+    assert result.exit_code == 1, result.output          # the tag bump is pending
+    steps = [l for l in result.stderr.splitlines() if l.startswith(("  step ", "  steps "))]
+    assert any(re.fullmatch(r"  steps 0\.8\.5-\S+: nothing to change \(\d+ steps\)", l) for l in steps), steps
+    assert len(steps) < 10, steps

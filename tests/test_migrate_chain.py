@@ -50,6 +50,7 @@ def test_chain_from_0_27_to_0_33(tmp_path):
     assert "fixed VL303" in by_step["0.29.0"] and "fixed VL104" in by_step["0.29.0"]
     assert by_step["0.30.0"].count("fixed VL303") == 2 and "fixed VL001" in by_step["0.30.0"]
     assert by_step["0.31.0"].startswith("0.31.0: nothing to change")
+    assert "  steps " not in out, "a single idle step keeps its own line"
     assert "fixed VL303" in by_step["0.32.0"] and "needs a human" in by_step["0.32.0"] \
         and "VL103 error: `kv_rank`" in by_step["0.32.0"]
     assert "fixed VL303" in by_step["0.33.0"]

@@ -168,9 +168,11 @@ def launches(paths, fmt, values_files, verbose):
                        + (f"  [the engine of line {row['alternative_of']}, in an exclusive branch]"
                           if row["alternative_of"] else "")
                        + ("" if row["count"] == 1 else f"  [x{row['count'] or '?'}: started in a loop]"))
+    from .lint.report import problem_line, run_error
+
     problems = _problems(project.problems, verbose)
-    for line in list(missing) + [str(p) for p in problems]:
-        click.echo(line, err=True)
+    for p in [run_error(m) for m in missing] + problems:       # as check words them
+        click.echo(problem_line(p), err=True)
     sys.exit(2 if missing or problems else 0)
 
 
@@ -325,14 +327,29 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     if len(steps) > 1:
         say(f"  from vLLM {fmt(from_version)} ({origin}), {len(steps)} steps: {', '.join(fmt(v) for v in steps)}")
         final = {step_key(f) for f in outcome.findings}
+        idle: list = []           # consecutive steps with nothing to say: one line (`steps 0.9.0-0.28.0`)
+
+        def say_idle():
+            if len(idle) == 1:
+                say(f"  step {fmt(idle[0].version)}: nothing to change")
+            elif idle:
+                say(f"  steps {fmt(idle[0].version)}-{fmt(idle[-1].version)}: nothing to change "
+                    f"({len(idle)} steps)")
+            idle.clear()
+
         for step in chain.steps:
             new_left = [f for f in step.new_left if f.code != SILENT]
             human = [f for f in new_left if step_key(f) in final]
             later = len(new_left) - len(human)
             if not step.fixed and not human:
+                if not later:
+                    idle.append(step)
+                    continue
+                say_idle()
                 say(f"  step {fmt(step.version)}: nothing to change"
                     + (f" ({plural(later, 'warning')} a later step resolves)" if later else ""))
                 continue
+            say_idle()
             say(f"  step {fmt(step.version)}: {verb} {plural(step.changed, 'file')}, "
                 f"{plural(len(human), 'new finding')} for a human"
                 + (f", {later} a later step resolves" if later else ""))
@@ -340,6 +357,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
                 say(f"    {f.file.display}:{f.line_col[0]}: {fixed_word} {f.code} {f.name}")
             for f in human:
                 say(f"    needs a human: {text_line(f)}")
+        say_idle()
         outcome.fixed = []           # listed per step above
     for b in bumps_seen:
         if b.edit:
