@@ -213,7 +213,8 @@ def server():
     try:
         from .editor.server import main as serve
     except ImportError as err:
-        raise click.UsageError(f"`vllmlint server` needs the server extra: pip install 'vllmlint[server]' ({err})")
+        raise click.UsageError(f"`vllmlint server` needs the server extra: pip install '.[server]' in your "
+                               f"vllmlint clone ({err})")
     serve()
 
 
@@ -587,7 +588,7 @@ def router(args):
     try:
         from .pd.router import main as router_main
     except ImportError as err:
-        raise click.ClickException(f"`vllmlint router` needs aiohttp: pip install 'vllmlint[router]' ({err})")
+        raise click.ClickException(f"`vllmlint router` needs aiohttp: pip install '.[router]' in your vllmlint clone ({err})")
 
     sys.exit(router_main(list(args)))
 
