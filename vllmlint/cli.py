@@ -1,7 +1,8 @@
 """Command line: check | launches | migrate | rules | rule CODE | catalogue add/list/diff.
 
-Exit codes: 0 no finding remains, 1 findings remain, 2 usage error or a file that could not be
-read or parsed (reported as `path:line: reason`; the other files are still checked).
+Exit codes: 0 no finding remains, 1 findings remain (--diff: a fix is pending), 2 usage or
+settings error, or a file that could not be read or parsed (reported as `path:line:col: E000
+error: reason`; the other files are still checked). `migrate --verify` adds 3.
 """
 from __future__ import annotations
 
@@ -123,7 +124,14 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
           prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero,
           exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, show_details, verbose,
           values_files, color):
-    """Check PATHS (default: the current folder; `-`: one file from stdin)."""
+    """Check PATHS (default: the current folder; `-`: one file from stdin).
+
+    \b
+    Exit codes:
+      0  no finding remains (at --fail-level or above)
+      1  findings remain; with --diff: a fix is pending
+      2  usage or settings error, or a file that could not be read (path:line:col: E000 ...)
+    """
     try:
         code = run_check(**click.get_current_context().params)      # every option, by name
     except UsageError as err:
