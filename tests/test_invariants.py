@@ -182,6 +182,7 @@ def test_read_only_file_reported_not_written(tmp_path: Path):
     result = invoke("check", "--fix", str(tmp_path))
     assert result.exit_code == 2
     assert f"{tmp_path}/ro.sh:1:1: E001 error: not written: the file is read-only" in result.stderr.splitlines()
+    assert result.stdout.splitlines()[-1].endswith("; 1 file could not be written."), result.stdout
     assert ro.read_text() == BAD_SCRIPT and ro.stat().st_mode & 0o777 == 0o444
     assert rw.read_text() == FIXED_SCRIPT
     assert not leftover_temp_files(tmp_path)

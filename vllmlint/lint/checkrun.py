@@ -40,8 +40,8 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
     from .config import ConfigError, load_settings
     from .engine import check_and_fix
     from .registry import selected_rules
-    from .report import (STATISTICS_FORMATS, failing, plural, problem_line, render, render_statistics, run_error,
-                         summary, unified_diff, use_color)
+    from .report import (STATISTICS_FORMATS, count_errors, failing, plural, problem_line, render,
+                         render_statistics, run_error, summary, unified_diff, use_color)
 
     if show_statistics and fmt not in STATISTICS_FORMATS:
         raise UsageError(f"--statistics counts findings per rule as text or json, not {fmt}", hint="'--format'")
@@ -154,7 +154,7 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
             findings = new_findings(findings, read(Path(baseline)))
         except ValueError as err:
             raise UsageError(str(err)) from None
-    unreadable = len({e.display for e in errors})
+    unreadable, unwritten = count_errors(errors)
     for e in errors:               # before the summary, which counts them
         echo(problem_line(e), err=True)
     if not diff:
@@ -169,8 +169,8 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
             echo(out, err=report_err)
         if fmt == "text" and not quiet and (candidates or errors):
             echo(summary(findings, len(outcome.fixed) if fix else None, unreadable=unreadable,
-                         unsafe_fixes=unsafe_fixes), err=report_err)
-    elif errors:
+                         unsafe_fixes=unsafe_fixes, unwritten=unwritten), err=report_err)
+    elif unreadable:
         note(f"{plural(unreadable, 'file')} could not be read.")
     if errors:
         return 2

@@ -171,18 +171,19 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def summary(findings: list[Finding], fixed: int | None = None, unreadable: int = 0, unsafe_fixes: bool = False,
-            would: bool = False) -> str:
+            would: bool = False, unwritten: int = 0) -> str:
     """ruff's summary: `Found 12 findings (5 fixable).`, `All checks passed!`; after --fix
     `(3 fixed, 9 remaining)` (`would fix` on a dry run). A run in which a file could not be read
     says so (`Found 2 findings; 1 file could not be read.`) and never that all checks passed.
     Then the hints: the `[*]` ones (`check --fix`, with `--unsafe-fixes` when that is how they
     were offered), the fixes held back for the upgrade (`migrate --to X`), the hidden unsafe ones."""
     n = len(findings)
-    unread = f"; {plural(unreadable, 'file')} could not be read" if unreadable else ""
+    unread = (f"; {plural(unreadable, 'file')} could not be read" if unreadable else "") \
+        + (f"; {plural(unwritten, 'file')} could not be written" if unwritten else "")
     if fixed:
         verb = "would fix" if would else "fixed"
         head = f"Found {plural(n + fixed, 'finding')} ({fixed} {verb}, {n} remaining){unread}."
-    elif not n and not unreadable:
+    elif not n and not unread:
         return "All checks passed!"
     else:
         fixable = sum(1 for f in findings if f.fixable)
@@ -293,6 +294,12 @@ def problem_position(p) -> tuple[int, int]:
         return 1, 1
     marks = [(int(a), int(b)) for a, b in _YAML_MARK().findall(p.reason)]
     return p.line, next((c for l, c in reversed(marks) if l == p.line), 1)
+
+
+def count_errors(problems) -> tuple[int, int]:
+    """(files that could not be read, files whose fixes could not be written), each file once."""
+    unread = {p.display for p in problems if problem_code(p)[0] == PROBLEM_CODE}
+    return len(unread), len({p.display for p in problems if problem_code(p)[0] == WRITE_CODE} - unread)
 
 
 def problem_line(p) -> str:
