@@ -3,10 +3,11 @@ could not be checked, its bytes untouched, and the other files still checked (an
 
 Each test puts the bad file next to `launch.sh`, a script with a fixable VL001 finding, runs
 `check --fix` on the folder, and asserts the message, the exit code, the bad file's bytes and
-that launch.sh was fixed anyway. Time and memory are bounded (the README's "Limits and safety").
+that launch.sh was fixed anyway. Time and memory are bounded (docs/limits.md).
 """
 from __future__ import annotations
 
+import re
 import time
 import tracemalloc
 from pathlib import Path
@@ -37,9 +38,22 @@ def run_with(tmp_path: Path, name: str, data: bytes | str, *extra: str):
     return result, bad
 
 
+# a run error is worded as a finding: `path:line:col: E000 error: reason` (E001: a fix not written)
+ERROR_LINE = re.compile(r"^(?P<path>.*?):(?P<line>\d+):(?P<col>\d+): (?P<code>E00\d) error: (?P<reason>.*)$")
+
+
+def error_line(path, line: int, reason: str, code: str = "E000"):
+    """The regex of one run error's line (any column; line 0, a file that could not be opened, is 1)."""
+    return re.compile(re.escape(f"{path}:{max(line, 1)}:") + r"\d+" + re.escape(f": {code} error: {reason}") + "$")
+
+
+def has_error(stderr: str, path, line: int, reason: str, code: str = "E000") -> bool:
+    return any(error_line(path, line, reason, code).match(l) for l in stderr.splitlines())
+
+
 def assert_reported(result, bad: Path, line: int, reason: str, data: bytes | str):
     errors = [l for l in result.stderr.splitlines() if l.startswith(str(bad))]
-    assert errors == [f"{bad}:{line}: {reason}"], result.stderr
+    assert len(errors) == 1 and error_line(bad, line, reason).match(errors[0]), result.stderr
     assert result.exit_code == 2
     assert bad.read_bytes() == (data.encode() if isinstance(data, str) else data), "left untouched"
 
@@ -69,8 +83,9 @@ MALFORMED = [
 def test_malformed_file(kind, name, data, line, reason, tmp_path: Path):
     result, bad = run_with(tmp_path, name, data)
     [error] = [l for l in result.stderr.splitlines() if l.startswith(str(bad))]
-    assert error.startswith(f"{bad}:{line}: {reason}"), error
-    assert_reported(result, bad, line, error.split(": ", 1)[1], data)
+    m = ERROR_LINE.match(error)
+    assert m and m["path"] == str(bad) and int(m["line"]) == line and m["reason"].startswith(reason), error
+    assert_reported(result, bad, line, m["reason"], data)
 
 
 def test_malformed_json_in_a_flag_is_a_finding_not_a_crash(tmp_path: Path):
@@ -121,7 +136,7 @@ BROKEN_VLLM = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.30.0\n"
                "    command: [\"--model\", \"m\"\n    environment:\n      - A=1\n")
 
 
-@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "gitlab"])
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "gitlab"])
 def test_error_of_a_vllm_file_is_in_every_format(fmt, tmp_path: Path):
     import json
 
@@ -130,11 +145,19 @@ def test_error_of_a_vllm_file_is_in_every_format(fmt, tmp_path: Path):
     result = invoke("check", "--format", fmt, str(tmp_path))
     assert result.exit_code == 2
     bad = str(tmp_path / "compose.yaml")
-    assert any(l.startswith(f"{bad}:5: while parsing a flow sequence") for l in result.stderr.splitlines())
-    if fmt == "json":
+    # worded as a finding, with a code and PyYAML's column of that line, on stderr in every format
+    assert has_error(result.stderr, bad, 5, "while parsing a flow sequence (line 4, column 14): did not find "
+                                           "expected ',' or ']' (line 5, column 5)"), result.stderr
+    assert f"{bad}:5:5: E000 error: " in result.stderr
+    if fmt == "text":
+        assert "All checks passed!" not in result.output
+        assert "Found 1 finding (1 fixable); 1 file could not be read." in result.stdout.splitlines()
+        alone = invoke("check", bad)
+        assert alone.exit_code == 2 and alone.stdout == "Found 0 findings; 1 file could not be read.\n"
+    elif fmt == "json":
         rows = json.loads(result.stdout)
         [err] = [r for r in rows if r["code"] == "E000"]
-        assert err["path"] == bad and err["line"] == 5 and err["severity"] == "error"
+        assert err["path"] == bad and (err["line"], err["column"]) == (5, 5) and err["severity"] == "error"
         assert any(r["code"] == "VL001" for r in rows), "the findings of the other files stay"
     elif fmt == "sarif":
         [run] = json.loads(result.stdout)["runs"]
@@ -144,7 +167,7 @@ def test_error_of_a_vllm_file_is_in_every_format(fmt, tmp_path: Path):
         assert note["level"] == "error" and note["descriptor"]["id"] == "E000"
         assert note["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
     elif fmt == "github":
-        assert f"::error file={bad.replace(':', '%3A')},line=5,title=E000 unreadable-file::" in result.stdout
+        assert f"::error file={bad.replace(':', '%3A')},line=5,col=5,title=E000 unreadable-file::" in result.stdout
     else:
         issues = json.loads(result.stdout)
         [err] = [i for i in issues if i["check_name"] == "E000"]
@@ -326,7 +349,7 @@ def test_file_deleted_between_discovery_and_read(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(checkrun, "discover", discover_then_delete)
     (tmp_path / "launch.sh").write_text(GOOD)
     result = invoke("check", "--fix", str(tmp_path))
-    assert f"{gone}:0: cannot read: No such file or directory" in result.stderr.splitlines()
+    assert f"{gone}:1:1: E000 error: cannot read: No such file or directory" in result.stderr.splitlines()
     assert result.exit_code == 2 and not gone.exists(), "never re-created"
     assert (tmp_path / "launch.sh").read_text() == GOOD_FIXED
 
@@ -346,8 +369,8 @@ def test_file_deleted_while_being_fixed_is_not_recreated(tmp_path: Path, monkeyp
     monkeypatch.setattr(engine, "analyse", analyse_then_delete)
     result = invoke("check", "--fix", str(gone))
     assert result.exit_code == 2 and not gone.exists(), result.output
-    assert f"{gone}:0: cannot read: No such file or directory" in result.stderr.splitlines()
-    assert f"{gone}:0: not written: No such file or directory" in result.stderr.splitlines()
+    assert f"{gone}:1:1: E000 error: cannot read: No such file or directory" in result.stderr.splitlines()
+    assert f"{gone}:1:1: E001 error: not written: No such file or directory" in result.stderr.splitlines()
 
 
 def test_file_changed_while_being_checked_is_not_overwritten(tmp_path: Path, monkeypatch):
@@ -370,7 +393,8 @@ def test_file_changed_while_being_checked_is_not_overwritten(tmp_path: Path, mon
     monkeypatch.setattr(engine, "analyse", analyse_then_edit)
     result = invoke("check", "--fix", str(tmp_path))
     assert result.exit_code == 2
-    assert f"{target}:0: not written: changed on disk while it was checked (run again)" in result.stderr.splitlines()
+    assert (f"{target}:1:1: E001 error: not written: changed on disk while it was checked (run again)"
+            in result.stderr.splitlines())
     assert target.read_text() == edited, "the newer content is kept"
     assert other.read_text() == GOOD_FIXED
     again = invoke("check", "--fix", str(tmp_path))

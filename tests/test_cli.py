@@ -110,12 +110,14 @@ def test_migrate_demo(tmp_path):
     demo = tmp_path / "demo"
     shutil.copytree(DEMO, demo)
     preview = invoke("migrate", "--to", "0.30.0", "--diff", str(demo))
-    assert preview.exit_code == 0, preview.output
+    assert preview.exit_code == 1, "changes pending: --diff exits 1, as `check --diff` and ruff do"
     assert "+    image: vllm/vllm-openai:v0.30.0" in preview.stdout
+    assert "would fix VL001" in preview.stderr and "fixed VL001" not in preview.stderr.replace("would fix", "")
+    assert "(6 launches; also at " in preview.stderr, "the six identical VL307 notes are one line"
     assert all(p.read_bytes() == (DEMO / p.relative_to(demo)).read_bytes() for p in demo.rglob("*") if p.is_file())
     result = invoke("migrate", "--to", "0.30.0", str(demo))
     assert result.exit_code == 0, result.output
-    assert "changed 7 file(s)" in result.stdout
+    assert "changed 7 files." in result.stdout
     assert "image tag vllm/vllm-openai:v0.29.0 -> vllm/vllm-openai:v0.30.0" in result.stdout
     assert "fixed VL001" in result.stdout
     assert "vllm==0.30.0" in (demo / "requirements.txt").read_text()
@@ -123,7 +125,9 @@ def test_migrate_demo(tmp_path):
     assert "VLLM_ENABLE_SCALE_OUT_ENDPOINTS" not in text and "v0.29" not in text
     assert invoke("check", str(demo)).exit_code == 0
     again = invoke("migrate", "--to", "0.30.0", str(demo))
-    assert "changed 0 file(s)" in again.stdout
+    assert "changed 0 files." in again.stdout
+    clean = invoke("migrate", "--to", "0.30.0", "--diff", str(demo))
+    assert clean.exit_code == 0 and clean.stdout == "", "nothing pending: --diff exits 0"
 
 
 def test_console_script_runs():

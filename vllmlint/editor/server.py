@@ -200,8 +200,9 @@ class VllmlintServer(LanguageServer):
         if findings and wanted(T.CodeActionKind.QuickFix, only):
             text = real_text(run, path)
             starts = S.line_starts(text)
-            lo = S.to_offset(text, params.range.start.line, params.range.start.character, units, starts)
-            hi = S.to_offset(text, params.range.end.line, params.range.end.character, units, starts)
+            # every finding on the lines of the cursor or selection, as ruff's server offers them:
+            # not only with the cursor on the flagged token
+            lo, hi = S.line_bounds(text, params.range.start.line, params.range.end.line, starts)
             for f in findings:
                 if f.file.text != text or not (f.span[0] <= hi and lo <= max(f.span)):
                     continue

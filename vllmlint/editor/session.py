@@ -48,6 +48,17 @@ def to_position(text: str, offset: int, units=utf16_units, starts: list[int] | N
     return line, units(text[starts[line]:offset])
 
 
+def line_bounds(text: str, first: int, last: int, starts: list[int] | None = None) -> tuple[int, int]:
+    """Offsets of the start of line `first` and the end of line `last` (before its line break)."""
+    starts = starts or line_starts(text)
+    lo = starts[min(first, len(starts) - 1)]
+    end_line = min(last, len(starts) - 1)
+    hi = starts[end_line + 1] if end_line + 1 < len(starts) else len(text)
+    while hi > lo and text[hi - 1] in "\r\n":
+        hi -= 1
+    return lo, hi
+
+
 def to_offset(text: str, line: int, character: int, units=utf16_units, starts: list[int] | None = None) -> int:
     starts = starts or line_starts(text)
     if line >= len(starts):

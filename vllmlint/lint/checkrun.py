@@ -15,9 +15,10 @@ from .discovery import discover
 class UsageError(Exception):
     """A usage error: `hint` names the option (click words it as a BadParameter)."""
 
-    def __init__(self, message: str, hint: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, settings: bool = False):
         super().__init__(message)
         self.hint = hint
+        self.settings = settings       # an error in the settings file: worded `file:line: why`, no usage line
 
 
 def echo(text: str = "", err: bool = False, nl: bool = True) -> None:
@@ -31,7 +32,7 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
               target_version=None, topology=None, model_config=None, prompt_tokens=None, config_file=None,
               force_exclude=False, baseline=None, write_baseline=None, show_settings=False, exit_zero=False,
               exit_non_zero_on_fix=False, fail_level=None, show_statistics=False, quiet=False,
-              stdin_filename=None, show_details=False, verbose=False, values_files=()) -> int:
+              stdin_filename=None, show_details=False, verbose=False, values_files=(), color="auto") -> int:
     """Check PATHS (default: the current folder; `-`: one file from stdin); the exit code.
     The defaults are the command line's (tests/test_entry.py compares them)."""
     from pathlib import Path
@@ -39,12 +40,15 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
     from .config import ConfigError, load_settings
     from .engine import check_and_fix
     from .registry import selected_rules
-    from .report import failing, render, render_statistics, summary, unified_diff
+    from .report import (STATISTICS_FORMATS, count_errors, failing, plural, problem_line, render,
+                         render_statistics, run_error, summary, unified_diff, use_color)
 
+    if show_statistics and fmt not in STATISTICS_FORMATS:
+        raise UsageError(f"--statistics counts findings per rule as text or json, not {fmt}", hint="'--format'")
     try:
         settings = load_settings(Path.cwd(), config_file)
     except ConfigError as err:
-        raise UsageError(str(err)) from None
+        raise UsageError(str(err), settings=True) from None
     check_codes(split_codes(select), "--select")
     check_codes(split_codes(ignore), "--ignore")
     settings.select = split_codes(select) or settings.select
@@ -60,7 +64,7 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
         try:
             target_version, added = resolve(settings.target_version.strip(), added_dir)
         except ValueError as err:
-            raise UsageError(f"{settings.source}: target-version: {err}") from None
+            raise UsageError(f"{settings.where('target-version')}: target-version: {err}", settings=True) from None
         if added is None:
             settings.target_version = ".".join(map(str, target_version))
     else:
@@ -80,6 +84,8 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
         echo(json.dumps(settings.as_dict(), indent=2))
         return 0
 
+    if verbose:
+        show_engine_log()
     stdin = "-" in paths
     if stdin:
         if len(paths) > 1:
@@ -108,7 +114,8 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
 
             shutil.rmtree(tmp, ignore_errors=True)
     problems = failing_problems(outcome.problems, verbose)
-    errors = list(missing) + [str(p) for p in problems] + outcome.dropped
+    # every error of the run, worded as a finding (`path:line:col: E000 error: ...`) in every format
+    errors = [run_error(m) for m in missing] + problems + [run_error(d) for d in outcome.dropped]
     note = (lambda s: None) if quiet else (lambda s: echo(s, err=True))
     for line in file_notes(outcome.project, verbose):
         note(line)
@@ -118,7 +125,7 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
         for path, (orig, new) in sorted(changed.items(), key=lambda kv: kv[1][0].display):
             echo(unified_diff(orig.display, orig.text, new), nl=False)
         if outcome.fixed:
-            note(f"Would fix {len(outcome.fixed)} finding(s) in {len(changed)} file(s).")
+            note(f"Would fix {plural(len(outcome.fixed), 'finding')} in {plural(len(changed), 'file')}.")
     elif fix and stdin:
         from .sources import encode
 
@@ -130,15 +137,15 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
             sys.stdout.buffer.flush()
         report_err = True
     elif fix:
-        errors += write_fixes(outcome)
+        errors += [run_error(e) for e in write_fixes(outcome)]
         if outcome.fixed:
-            note(f"Fixed {len(outcome.fixed)} finding(s) in {len(changed)} file(s).")
+            note(f"Fixed {plural(len(outcome.fixed), 'finding')} in {plural(len(changed), 'file')}.")
     findings = outcome.findings
     if write_baseline:
         from .baseline import write
 
         write(Path(write_baseline), findings)
-        note(f"Wrote {len(findings)} finding(s) to {write_baseline}.")
+        note(f"Wrote {plural(len(findings), 'finding')} to {write_baseline}.")
         findings = []
     elif baseline:
         from .baseline import new_findings, read
@@ -147,19 +154,24 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
             findings = new_findings(findings, read(Path(baseline)))
         except ValueError as err:
             raise UsageError(str(err)) from None
+    unreadable, unwritten = count_errors(errors)
+    for e in errors:               # before the summary, which counts them
+        echo(problem_line(e), err=True)
     if not diff:
         out_stream = sys.stderr if report_err else sys.stdout
         if show_statistics:
-            out = render_statistics(findings, "json" if fmt == "json" else "text")
+            out = render_statistics(findings, fmt)
         else:
             out = render(findings, fmt, rules=rules, suppressed=outcome.suppressed,
-                         color=fmt == "text" and out_stream.isatty(), problems=problems, details=show_details)
+                         color=fmt == "text" and use_color(color, out_stream), problems=errors,
+                         details=show_details)
         if out or fmt in ("json", "sarif", "gitlab"):
             echo(out, err=report_err)
-        if fmt == "text" and not quiet and not show_statistics and candidates:
-            echo(summary(findings, len(outcome.fixed) if fix else None), err=report_err)
-    for line in errors:
-        echo(line, err=True)
+        if fmt == "text" and not quiet and (candidates or errors):
+            echo(summary(findings, len(outcome.fixed) if fix else None, unreadable=unreadable,
+                         unsafe_fixes=unsafe_fixes, unwritten=unwritten), err=report_err)
+    elif unreadable:
+        note(f"{plural(unreadable, 'file')} could not be read.")
     if errors:
         return 2
     if exit_zero:
@@ -169,6 +181,13 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
     if exit_non_zero_on_fix and fix and outcome.fixed:
         return 1
     return 1 if failing(findings, fail_level) else 0
+
+
+def show_engine_log() -> None:
+    """-v: the Helm SDK's own log lines reach stderr (held back otherwise: parsers.helm)."""
+    from ..parsers import helm
+
+    helm.SHOW_ENGINE_LOG = True
 
 
 def catalogue_folder(settings=None):

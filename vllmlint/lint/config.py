@@ -4,6 +4,7 @@ found from the current folder upwards; command-line options win.
     [tool.vllmlint]
     target-version = "0.30.0"
     select = ["VL"]
+    extend-select = ["VL9"]    # added to select (as ruff's)
     ignore = ["VL201"]
     exclude = ["charts/legacy/**"]
     per-file-ignores = {"deploy/upstream/**" = ["VL101"]}
@@ -22,12 +23,12 @@ import sys
 from ..model.record import field, record
 from pathlib import Path
 
-KEYS = {"target-version", "select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
+KEYS = {"target-version", "select", "extend-select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
         "model-config", "prompt-tokens", "fail-level", "helm-values", "catalogue-dir"}
 
 
 class ConfigError(Exception):
-    pass
+    """Errors in the settings file, one a line, each `file:line: key: why` (exit 2, as a usage error)."""
 
 
 @record
@@ -47,6 +48,11 @@ class Settings:
     fail_level: str = "warning"
     catalogue_dir: str | None = None               # added releases (absolute; None: the cache folder)
     helm_values: dict[str, list[str]] = field(default_factory=dict)   # chart folder -> values files
+    lines: dict[str, int] = field(default_factory=dict, compare=False)   # key -> its line in `source`
+
+    def where(self, key: str) -> str:
+        """`pyproject.toml:7`: where a key was set, for an error message."""
+        return _where(_display(Path(self.source)) if self.source else "settings", self.lines.get(key, 0))
 
     def chart_values(self, extra: tuple[str, ...] = ()) -> dict:
         """For `load`: chart root (None: every chart) -> values files, absolute. A values file
@@ -123,11 +129,19 @@ def _load(path: Path) -> dict:
         import tomli as tomllib
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise ConfigError(f"{path}: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        import re
+
+        m = re.search(r"\(at line (\d+), column \d+\)", str(err))
+        line = int(m.group(1)) if m else len(_text(path).splitlines())     # "(at end of document)"
+        raise ConfigError(f"{_where(_display(path), line)}: invalid TOML: {err}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{_display(path)}: cannot read: {err}") from None
 
 
 def load_settings(start: Path, explicit: str | None = None) -> Settings:
+    """The settings, checked as the command line checks its options: every error is collected,
+    each worded `file:line: key: why`, and raised together as one ConfigError."""
     if explicit:
         path = Path(explicit)
         data = _load(path)
@@ -139,37 +153,152 @@ def load_settings(start: Path, explicit: str | None = None) -> Settings:
     if found is None:
         return settings
     path, data = found
-    unknown = set(data) - KEYS
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(KEYS))})")
-    settings.source, settings.root = str(path), path.parent.resolve()
+    text = _text(path)
+    table = "tool.vllmlint" if path.name == "pyproject.toml" else ""
+    lines = key_lines(text, table)
+    settings.source, settings.root, settings.lines = str(path), path.parent.resolve(), lines
+    errors: list[tuple[int, str]] = []
+
+    def error(key: str, why: str, value: str | None = None) -> None:
+        line = (value_line(text, table, key, value) if value is not None else 0) or lines.get(key, 0)
+        errors.append((line, f"{_where(_display(path), line)}: {key}: {why}"))
+
+    for key in sorted(set(data) - KEYS):
+        import difflib
+
+        close = difflib.get_close_matches(key, sorted(KEYS), n=1)
+        error(key, "unknown key" + (f"; did you mean `{close[0]}`?" if close else
+                                    f" (known: {', '.join(sorted(KEYS))})"))
     settings.target_version = str(data.get("target-version", settings.target_version))
-    for key, attr in (("select", "select"), ("ignore", "ignore"), ("exclude", "exclude")):
+    for key, attr in (("select", "select"), ("extend-select", None), ("ignore", "ignore"), ("exclude", "exclude")):
         value = data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{path}: `{key}` must be a list of strings")
-        setattr(settings, attr, value)
+            error(key, "must be a list of strings")
+            continue
+        if key != "exclude":
+            for code in unknown_codes(value):
+                error(key, f"unknown rule code or prefix {code!r}; see `vllmlint rules`", code)
+        if attr:
+            setattr(settings, attr, list(value))
+    if settings.select:                       # an empty select already runs every rule
+        settings.select += list(data.get("extend-select", []) if isinstance(data.get("extend-select"), list) else [])
     pfi = data.get("per-file-ignores", {})
-    if not isinstance(pfi, dict):
-        raise ConfigError(f"{path}: `per-file-ignores` must be a table of glob = [codes]")
-    settings.per_file_ignores = {k: list(v) for k, v in pfi.items()}
+    if not isinstance(pfi, dict) or not all(isinstance(v, list) and all(isinstance(c, str) for c in v)
+                                            for v in pfi.values()):
+        error("per-file-ignores", "must be a table of glob = [codes]")
+    else:
+        for glob, codes in pfi.items():
+            for code in unknown_codes(codes):
+                error("per-file-ignores", f"{glob!r}: unknown rule code or prefix {code!r}; see `vllmlint rules`",
+                      code)
+        settings.per_file_ignores = {k: list(v) for k, v in pfi.items()}
     sev = data.get("severity", {})
-    bad = {k: v for k, v in sev.items() if v not in ("error", "warning", "info")}
-    if bad:
-        raise ConfigError(f"{path}: severity must be error, warning or info: {bad}")
-    settings.severity = dict(sev)
+    if not isinstance(sev, dict):
+        error("severity", "must be a table of CODE = \"error\" | \"warning\" | \"info\"")
+        sev = {}
+    from .registry import load_rules
+
+    known = load_rules()
+    for code, level in sev.items():
+        if code.upper() not in known:
+            error("severity", f"unknown rule code {code!r} (a full code, e.g. VL201); see `vllmlint rules`", code)
+        if level not in ("error", "warning", "info"):
+            error("severity", f"{code}: must be error, warning or info, not {level!r}", code)
+    settings.severity = {k.upper(): v for k, v in sev.items()}
     for key, attr in (("topology", "topology"), ("model-config", "model_config"), ("catalogue-dir", "catalogue_dir")):
         if data.get(key):
+            if not isinstance(data[key], str):
+                error(key, "must be a path (a string)")
+                continue
             setattr(settings, attr, str((settings.root / data[key])))
     if data.get("fail-level") is not None:
         if data["fail-level"] not in ("error", "warning", "info"):
-            raise ConfigError(f"{path}: fail-level must be error, warning or info")
-        settings.fail_level = data["fail-level"]
+            error("fail-level", f"must be error, warning or info, not {data['fail-level']!r}")
+        else:
+            settings.fail_level = data["fail-level"]
     hv = data.get("helm-values", {})
     if not isinstance(hv, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
                                            for v in hv.values()):
-        raise ConfigError(f"{path}: `helm-values` must be a table of chart folder = [values files]")
-    settings.helm_values = {k: list(v) for k, v in hv.items()}
+        error("helm-values", "must be a table of chart folder = [values files]")
+    else:
+        settings.helm_values = {k: list(v) for k, v in hv.items()}
     if data.get("prompt-tokens") is not None:
-        settings.prompt_tokens = int(data["prompt-tokens"])
+        value = data["prompt-tokens"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            error("prompt-tokens", f"must be a positive whole number, not {value!r}")
+        else:
+            settings.prompt_tokens = value
+    if errors:
+        raise ConfigError("\n".join(e for _, e in sorted(errors, key=lambda e: e[0])))
     return settings
+
+
+def unknown_codes(codes) -> list[str]:
+    """The codes or prefixes that name no rule (ALL names every one): as --select checks them."""
+    from .registry import load_rules
+
+    known = list(load_rules())
+    return [c for c in codes if c.upper() != "ALL" and not any(k.startswith(c.upper()) for k in known)]
+
+
+def _display(path: Path) -> str:
+    """The settings file as messages name it: relative to the current folder when inside it."""
+    import os
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return rel if not rel.startswith("..") else str(path)
+
+
+def _where(source: str, line: int) -> str:
+    return f"{source}:{line}" if line else source
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _in_table(header: str, table: str) -> bool:
+    """Whether a `[header]` line belongs to our settings: `[tool.vllmlint]` and its sub-tables
+    (`[tool.vllmlint.severity]`) in pyproject.toml; in .vllmlint.toml, the top and every table."""
+    name = header.strip().strip("[]").strip().replace('"', "").replace("'", "")
+    return not table or name == table or name.startswith(table + ".")
+
+
+def key_lines(text: str, table: str) -> dict[str, int]:
+    """Line of each top-level key of our table (a TOML parser gives values, not positions): a
+    `key = ...` line inside the table, or a `[tool.vllmlint.key]` sub-table header."""
+    import re
+
+    out: dict[str, int] = {}
+    inside = not table
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            inside = _in_table(stripped, table)
+            name = stripped.strip("[]").strip().replace('"', "")
+            sub = name[len(table) + 1:] if table else name
+            if inside and sub and "." not in sub:
+                out.setdefault(sub, n)
+            continue
+        m = re.match(r"""\s*["']?([A-Za-z0-9_-]+)["']?\s*=""", line)
+        if inside and m:
+            out.setdefault(m.group(1), n)
+    return out
+
+
+def value_line(text: str, table: str, key: str, value: str) -> int:
+    """The line of `"value"` at or after `key`'s line inside our table (0: not found)."""
+    start = key_lines(text, table).get(key, 0)
+    if not start:
+        return 0
+    for n, line in enumerate(text.splitlines()[start - 1:], start):
+        if f'"{value}"' in line or f"'{value}'" in line or line.strip().startswith(f"{value} ") \
+                or line.strip().startswith(f"{value}="):
+            return n
+    return 0

@@ -55,7 +55,7 @@ def gate_fixes_by_release(findings: list[Finding]) -> None:
             continue
         if older:
             launch = older[0]
-            f.fix, f.fixable = None, False
+            f.fix, f.fixable, f.withheld = None, False, f"migrate {fmt(fix.min_release)}"
             f.message += f" (runs {fmt(launch.release)} today: fix with `vllmlint migrate --to {fmt(fix.min_release)}`)"
             f.detail = _join(f.detail, f"The launch runs vLLM {fmt(launch.release)} today ({launch.release_from}); "
                                        f"the fixed config needs {fmt(fix.min_release)}, so the fix belongs to the "
@@ -133,7 +133,7 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
     seen, unique = set(), []
     for f in sorted(findings, key=Finding.sort_key):
         if f.fix is not None and f.fix.applicability == "unsafe" and not unsafe:
-            f.fix, f.fixable = None, False      # shown as not fixable unless --unsafe-fixes
+            f.fix, f.fixable, f.withheld = None, False, "unsafe"     # not fixable unless --unsafe-fixes
         key = (f.code, f.file.display, f.span, f.message)
         if key not in seen:
             seen.add(key)

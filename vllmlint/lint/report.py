@@ -129,6 +129,33 @@ def text_line(f: Finding, details: bool = False) -> str:
     return out + (f"\n    {f.detail}" if details and f.detail else "")
 
 
+def grouped(findings: list[Finding], across_files: bool = False) -> list[tuple[Finding, list[Finding]]]:
+    """Findings that say the same thing (code, severity, message) about many launches of one file
+    (`across_files`: of any file), as (the first, the others), in the order of the first."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        key = (f.code, f.severity, f.message, f.fixable) + (() if across_files else (f.file.display,))
+        groups.setdefault(key, []).append(f)
+    return [(fs[0], fs[1:]) for fs in groups.values()]
+
+
+def also_at(first: Finding, others: list[Finding]) -> str:
+    """` (6 launches; also lines 12, 20)`: where the grouped others are (a line in the same file,
+    else `path:line`)."""
+    if not others:
+        return ""
+    places = [str(o.line_col[0]) if o.file.display == first.file.display else f"{o.file.display}:{o.line_col[0]}"
+              for o in others]
+    same = all(o.file.display == first.file.display for o in others)
+    return f" ({len(others) + 1} launches; also {'line' + ('s' if len(places) > 1 else '') + ' ' if same else 'at '}" \
+           f"{', '.join(places)})"
+
+
+def grouped_lines(findings: list[Finding], across_files: bool = True) -> list[str]:
+    """text_line of each group: `path:line:col: VL307 info: ... (6 launches; also at a.yaml:5, ...)`."""
+    return [text_line(first) + also_at(first, others) for first, others in grouped(findings, across_files)]
+
+
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
@@ -138,16 +165,51 @@ def failing(findings: list[Finding], fail_level: str = "warning") -> list[Findin
     return [f for f in findings if SEVERITY_RANK.get(f.severity, 1) >= floor]
 
 
-def summary(findings: list[Finding], fixed: int | None = None) -> str:
-    """`Found 12 findings (5 fixable).`, `All checks passed!`; after --fix: `(3 fixed, 9 remaining)`."""
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 finding`, `2 findings`, `0 files` (never `finding(s)`)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def summary(findings: list[Finding], fixed: int | None = None, unreadable: int = 0, unsafe_fixes: bool = False,
+            would: bool = False, unwritten: int = 0) -> str:
+    """ruff's summary: `Found 12 findings (5 fixable).`, `All checks passed!`; after --fix
+    `(3 fixed, 9 remaining)` (`would fix` on a dry run). A run in which a file could not be read
+    says so (`Found 2 findings; 1 file could not be read.`) and never that all checks passed.
+    Then the hints: the `[*]` ones (`check --fix`, with `--unsafe-fixes` when that is how they
+    were offered), the fixes held back for the upgrade (`migrate --to X`), the hidden unsafe ones."""
     n = len(findings)
+    unread = (f"; {plural(unreadable, 'file')} could not be read" if unreadable else "") \
+        + (f"; {plural(unwritten, 'file')} could not be written" if unwritten else "")
     if fixed:
-        return f"Found {n + fixed} finding{'s' if n + fixed != 1 else ''} ({fixed} fixed, {n} remaining)."
-    if not n:
+        verb = "would fix" if would else "fixed"
+        head = f"Found {plural(n + fixed, 'finding')} ({fixed} {verb}, {n} remaining){unread}."
+    elif not n and not unread:
         return "All checks passed!"
+    else:
+        fixable = sum(1 for f in findings if f.fixable)
+        head = f"Found {plural(n, 'finding')}" + (f" ({fixable} fixable)" if fixable else "") + unread + "."
+    return "\n".join([head] + fix_hints(findings, fixed is None, unsafe_fixes))
+
+
+def fix_hints(findings: list[Finding], offer_fix: bool = True, unsafe_fixes: bool = False) -> list[str]:
+    """The lines after the summary: how to apply what is fixable, and the fixes held back (a
+    release gate: `migrate --to X`, which bumps the tag or pin with them; unsafe: hidden)."""
+    out = []
     fixable = sum(1 for f in findings if f.fixable)
-    return (f"Found {n} finding{'s' if n != 1 else ''}" + (f" ({fixable} fixable)" if fixable else "") + "."
-            + (f"\n[*] {fixable} fixable with `vllmlint check --fix`." if fixable and fixed is None else ""))
+    if fixable and offer_fix:
+        out.append(f"[*] {fixable} fixable with `vllmlint check --fix"
+                   + (" --unsafe-fixes" if unsafe_fixes else "") + "`.")
+    gated: dict[str, int] = {}
+    for f in findings:
+        if f.withheld.startswith("migrate "):
+            to = f.withheld.split(" ", 1)[1]
+            gated[to] = gated.get(to, 0) + 1
+    for to, count in sorted(gated.items()):
+        out.append(f"{count} more fixable with `vllmlint migrate --to {to}`.")
+    hidden = sum(1 for f in findings if f.withheld == "unsafe")
+    if hidden:
+        out.append(f"{plural(hidden, 'hidden fix', 'hidden fixes')} can be enabled with `--unsafe-fixes`.")
+    return out
 
 
 def statistics(findings: list[Finding]) -> list[dict]:
@@ -161,16 +223,37 @@ def statistics(findings: list[Finding]) -> list[dict]:
     return sorted(rows.values(), key=lambda r: (-r["count"], r["code"]))
 
 
+STATISTICS_FORMATS = ("text", "json")
+
+
 def render_statistics(findings: list[Finding], fmt: str) -> str:
+    """ruff's `--statistics`: `count<TAB>code<TAB>[*] name (severity)`, `[ ]` when no finding of
+    the row has a fix (the summary follows the table, from the caller); JSON: the rows."""
     rows = statistics(findings)
     if fmt == "json":
         return json.dumps(rows, indent=2)
     width = max((len(str(r["count"])) for r in rows), default=1)
-    return "\n".join(f"{r['count']:>{width}}\t{r['code']}\t{'[*] ' if r['fixable'] else ''}{r['name']}"
+    return "\n".join(f"{r['count']:>{width}}\t{r['code']}\t{'[*]' if r['fixable'] else '[ ]'} {r['name']}"
                      f" ({r['severity']})" for r in rows)
 
 
 SEVERITY_COLOR = {"error": "red", "warning": "yellow", "info": "blue"}
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+def use_color(choice: str, stream) -> bool:
+    """--color always|never wins; auto: NO_COLOR (any value) turns colour off, else FORCE_COLOR
+    (any value) turns it on, else colour only on a terminal (no-color.org, force-color.org)."""
+    import os
+
+    if choice in ("always", "never"):
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
 
 
 # A file that concerns vLLM and cannot be read is an error of the run, not a finding: text
@@ -181,9 +264,55 @@ SEVERITY_COLOR = {"error": "red", "warning": "yellow", "info": "blue"}
 PROBLEM_CODE, PROBLEM_NAME = "E000", "unreadable-file"
 
 
+# A fix that could not be written (read-only file, changed meanwhile): the file was read, the run failed.
+WRITE_CODE, WRITE_NAME = "E001", "not-written"
+_RUN_ERROR = lazy_re(r"^(.*?):(\d+): (.*)$", re.S)
+_YAML_MARK = lazy_re(r"\(line (\d+), column (\d+)\)")
+
+
+def run_error(text: str):
+    """A run error worded `path:line: reason` (a path that does not exist, a fix not written) as
+    a Problem, so that every format reports it as it reports a file that could not be parsed."""
+    from .project import Problem
+
+    m = _RUN_ERROR().match(text)
+    if m:
+        return Problem(m.group(1), int(m.group(2)), m.group(3))
+    path, _, reason = text.partition(": ")
+    return Problem(path, 0, reason or text)
+
+
+def problem_code(p) -> tuple[str, str]:
+    return (WRITE_CODE, WRITE_NAME) if p.reason.startswith(("not written", "fix not applied")) \
+        else (PROBLEM_CODE, PROBLEM_NAME)
+
+
+def problem_position(p) -> tuple[int, int]:
+    """Line and column of a run error as of a finding: the column the parser named for that line
+    (PyYAML's `(line 5, column 4)`), else 1; a file with no line (it could not be opened) is 1:1."""
+    if not p.line:
+        return 1, 1
+    marks = [(int(a), int(b)) for a, b in _YAML_MARK().findall(p.reason)]
+    return p.line, next((c for l, c in reversed(marks) if l == p.line), 1)
+
+
+def count_errors(problems) -> tuple[int, int]:
+    """(files that could not be read, files whose fixes could not be written), each file once."""
+    unread = {p.display for p in problems if problem_code(p)[0] == PROBLEM_CODE}
+    return len(unread), len({p.display for p in problems if problem_code(p)[0] == WRITE_CODE} - unread)
+
+
+def problem_line(p) -> str:
+    """`path:line:col: E000 error: reason`, as a finding's line (ruff's E902 for an unreadable file)."""
+    line, col = problem_position(p)
+    return f"{p.display}:{line}:{col}: {problem_code(p)[0]} error: {mask_secrets(p.reason)}"
+
+
 def problem_dict(p) -> dict:
-    return {"code": PROBLEM_CODE, "name": PROBLEM_NAME, "severity": "error", "path": p.display,
-            "line": p.line, "column": 1 if p.line else 0, "message": mask_secrets(p.reason), "fixable": False}
+    line, col = problem_position(p)
+    code, name = problem_code(p)
+    return {"code": code, "name": name, "severity": "error", "path": p.display,
+            "line": line, "column": col, "message": mask_secrets(p.reason), "fixable": False}
 
 
 def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bool = False,
@@ -196,6 +325,8 @@ def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bo
         return "\n".join([github_line(f) for f in findings] + [github_problem(p) for p in problems])
     if fmt == "gitlab":
         return json.dumps(gitlab(findings) + [gitlab_problem(p) for p in problems], indent=2)
+    # text: the same finding on many launches of one file is one line, `(6 launches; also lines ...)`
+    groups = grouped(findings)
     if color:
         import click
 
@@ -203,9 +334,10 @@ def render(findings: list[Finding], fmt: str, rules=(), suppressed=(), color: bo
             click.style(f"{f.file.display}:{f.line_col[0]}:{f.line_col[1]}:", bold=True) + " "
             + click.style(f.code, fg=SEVERITY_COLOR.get(f.severity), bold=True) + " "
             + click.style(f"{f.severity}:", fg=SEVERITY_COLOR.get(f.severity)) + " " + f.message
-            + (click.style(" [*]", fg="cyan") if f.fixable else "")
-            + (click.style(f"\n    {f.detail}", dim=True) if details and f.detail else "") for f in findings)
-    return "\n".join(text_line(f, details) for f in findings)
+            + (click.style(" [*]", fg="cyan") if f.fixable else "") + also_at(f, others)
+            + (click.style(f"\n    {f.detail}", dim=True) if details and f.detail else "") for f, others in groups)
+    return "\n".join(text_line(f) + also_at(f, others) + (f"\n    {f.detail}" if details and f.detail else "")
+                     for f, others in groups)
 
 
 # -- GitHub Actions workflow commands --------------------------------------------------
@@ -227,8 +359,10 @@ def github_line(f: Finding) -> str:
 
 
 def github_problem(p) -> str:
-    where = f"file={_gh_prop(p.display)}" + (f",line={p.line}" if p.line else "")
-    return f"::error {where},title={_gh_prop(f'{PROBLEM_CODE} {PROBLEM_NAME}')}::{_gh_data(mask_secrets(p.reason))}"
+    line, col = problem_position(p)
+    code, name = problem_code(p)
+    where = f"file={_gh_prop(p.display)},line={line},col={col}"
+    return f"::error {where},title={_gh_prop(f'{code} {name}')}::{_gh_data(mask_secrets(p.reason))}"
 
 
 # -- GitLab code quality (Code Climate JSON) --------------------------------------------
@@ -262,11 +396,13 @@ def gitlab(findings: list[Finding]) -> list[dict]:
 def gitlab_problem(p) -> dict:
     import hashlib
 
-    return {"type": "issue", "check_name": PROBLEM_CODE,
-            "description": f"{PROBLEM_CODE} {PROBLEM_NAME}: {mask_secrets(p.reason)}",
+    code, name = problem_code(p)
+    line, _ = problem_position(p)
+    return {"type": "issue", "check_name": code,
+            "description": f"{code} {name}: {mask_secrets(p.reason)}",
             "categories": ["Bug Risk"], "severity": "critical",
-            "fingerprint": hashlib.sha256(f"{PROBLEM_CODE}:{p.display}:{p.reason}".encode()).hexdigest()[:32],
-            "location": {"path": diff_path(p.display), "lines": {"begin": max(p.line, 1), "end": max(p.line, 1)}}}
+            "fingerprint": hashlib.sha256(f"{code}:{p.display}:{p.reason}".encode()).hexdigest()[:32],
+            "location": {"path": diff_path(p.display), "lines": {"begin": line, "end": line}}}
 
 
 # -- SARIF 2.1.0 --------------------------------------------------------------------------
@@ -347,11 +483,11 @@ def _invocation(problems) -> dict:
     notes = []
     for p in problems:
         note = {"level": "error", "message": {"text": mask_secrets(p.reason)},
-                "descriptor": {"id": PROBLEM_CODE}}
+                "descriptor": {"id": problem_code(p)[0]}}
         if p.line or p.display != "vllmlint":
             location = {"artifactLocation": {"uri": _uri(p.display)}}
-            if p.line:
-                location["region"] = {"startLine": p.line}
+            line, col = problem_position(p)
+            location["region"] = {"startLine": line, "startColumn": col}
             note["locations"] = [{"physicalLocation": location}]
         notes.append(note)
     return {"executionSuccessful": not problems, "toolExecutionNotifications": notes}

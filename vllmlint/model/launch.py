@@ -421,6 +421,9 @@ class Finding:
     fix: Fix | None = None
     fixable: bool = False
     detail: str = ""           # the why and the evidence: JSON, SARIF, `--show-details`, the editor
+    # a fix the rule has that this run does not offer: "unsafe" (needs --unsafe-fixes) or
+    # "migrate X.Y.Z" (held back for the upgrade to X.Y.Z: gate_fixes_by_release); the summary counts them
+    withheld: str = field(default="", compare=False)
 
     @property
     def line_col(self) -> tuple[int, int]:

@@ -77,14 +77,50 @@ MODE_TEXT = {"binary": "rendered with the helm binary (`helm template`)",
                    "templates read with their actions masked"}
 
 
+# `-v`: let the Helm SDK's own log lines through. Its Go code logs to file descriptor 2
+# (`2026/12/03 ... INFO found symbolic link in path ...`), past Python's sys.stderr; a normal
+# run holds them back, as they say nothing about the user's configs.
+SHOW_ENGINE_LOG = False
+
+
+class _engine_log_held:
+    """File descriptor 2 points at a temporary file while the SDK runs (unless SHOW_ENGINE_LOG)."""
+
+    def __enter__(self):
+        self.saved = None
+        if SHOW_ENGINE_LOG:
+            return self
+        import os
+        import sys
+        import tempfile
+
+        try:
+            sys.stderr.flush()
+            self.sink = tempfile.TemporaryFile()
+            self.saved = os.dup(2)
+            os.dup2(self.sink.fileno(), 2)
+        except (OSError, ValueError):      # no fd 2 (an embedding host): nothing to hold back
+            self.saved = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            import os
+
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+            self.sink.close()
+
+
 def render(root: Path, values: dict | None, name: str = "release", namespace: str = "default") -> dict[str, str]:
     """Template path (`<chart>/templates/x.yaml`) -> rendered manifest. Raises RenderError."""
     kind = engine()
     if kind == "sdk":
         import helm_python as helm
         try:
-            chart = helm.Chart.load(str(root))
-            return chart.render(values, name=name, namespace=namespace)
+            with _engine_log_held():
+                chart = helm.Chart.load(str(root))
+                return chart.render(values, name=name, namespace=namespace)
         except helm.HelmError as err:
             raise RenderError(str(err).strip()) from None
     if kind == "binary":

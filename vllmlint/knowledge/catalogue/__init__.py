@@ -511,7 +511,7 @@ def named(value: str, added_dir: Path | None = None) -> "Catalogue":
         f"({', '.join(known[-4:])}, ...), `latest`"
         + (f", or a release added in {added_dir}: {', '.join(extra)}" if extra else "")
         + "; to add one (a wheel, a nightly, a fork, a site-packages folder), run "
-        "`vllmlint catalogue add PATH --name NAME` (README: Version catalogue)")
+        "`vllmlint catalogue add PATH --name NAME` (docs/catalogue.md)")
 
 
 def newest_known(added_dir: Path | None = None) -> str:
