@@ -254,9 +254,12 @@ def test_migrate_the_demo_to_0340(tmp_path):
     assert "internal error" not in out and "by hand" not in out, out[-3000:]
     assert "image tag vllm/vllm-openai:v0.29.0 -> vllm/vllm-openai:v0.34.0" in out
     assert "image tag docker.io/vllm/vllm-openai:v0.29.1 -> docker.io/vllm/vllm-openai:v0.34.0" in out
-    assert "fixtures/demo/docker/compose.yaml:5:7: VL307 info: `--gpu-memory-utilization` is not set: its default " \
+    # migrate groups one note on many launches into one line (first place, then "also at ...")
+    [line] = [ln for ln in out.splitlines() if "VL307 info: `--gpu-memory-utilization`" in ln]
+    assert "VL307 info: `--gpu-memory-utilization` is not set: its default " \
            "changes from `0.92` to `None` in vLLM 0.34.0; unset now means 1.0 on CUDA and ROCm (0.92 elsewhere): " \
-           "leave it unset, or set `--gpu-memory-utilization=0.92` if the GPU is shared" in out
+           "leave it unset, or set `--gpu-memory-utilization=0.92` if the GPU is shared" in line
+    assert "(6 launches;" in line and "fixtures/demo/docker/compose.yaml:5" in line
 
 
 def test_removed_variables_that_stop_0340(tmp_path):
