@@ -85,6 +85,65 @@ def test_imports_only_go_down(module):
     assert upward == []
 
 
+# -- the front ends (vllmlint/parsers/) ---------------------------------------------------------
+# Front ends hand embedded content to the door (parsers/embedded.py), which looks the reader up in
+# a registry the front ends fill: no front end imports another one that imports it back. Imports
+# inside functions count too, so a cycle cannot hide in a function body.
+
+def parser_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, path in modules().items():
+        if module != "vllmlint.parsers" and not module.startswith("vllmlint.parsers."):
+            continue         # the package itself counts: it imports every front end
+        graph[module] = {t for _, t in imports_of(module, path)
+                         if (t == "vllmlint.parsers" or t.startswith("vllmlint.parsers.")) and t != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_in_parsers():
+    assert cycles(parser_graph()) == [], "front ends import the door (parsers/embedded.py), not each other"
+
+
 # A class a reader can hold in mind. Classes over the limit that are not split yet, with why:
 MAX_CLASS_LINES = 400
 OVERSIZE_CLASSES = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile
-from .shellscan import scan_shell
+from .embedded import scan_shell     # read through the door
 from .pysource import Lit, PLACEHOLDER_RE, SHELL_FUNCS, SUBPROCESS_FUNCS, Scope, StringCandidate, _call_args
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .detect import container_run, detect, serve_kind
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_args
-from .shellscan import SHELLS
+from .detect import SHELLS
 from .pysource import Chain, Lit, PYTHON_WORD_RE, Scope, StringCandidate, _call_args
 
 

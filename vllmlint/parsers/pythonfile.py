@@ -39,6 +39,7 @@ from __future__ import annotations
 import ast
 
 from ..model.launch import Launch, ParsedFile, SourceFile
+from . import embedded
 from .pyproxy import read_proxy
 from .pyargv import ArgvLists
 from .pycommand import StringCommands
@@ -160,3 +161,12 @@ _VISITS.update({
     ast.Call: (_Parser.visit_Call, None),
     ast.Return: (None, _Parser.leave_Return),
 })
+
+
+def _embedded(view: SourceFile, start: int, end: int, inherited) -> ParsedFile:
+    """python written inside another file (a heredoc, a ConfigMap entry): read in place (parsers/embedded.py)."""
+    view.kind = "python"
+    return parse_python(view)
+
+
+embedded.register("python", _embedded)

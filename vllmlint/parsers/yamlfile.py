@@ -19,19 +19,10 @@ from ..model.launch import (KUBEAI_VIA, AppendSite, Arg, EnvEntry, Launch, Parse
                      SourceFile, normalize_flag)
 from .yaml_edit import append_site, remove_item
 from .yaml_edit import content_end as yaml_edit_end
-from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
+from .yaml_source import YamlError, compose_all, get, iter_nodes, mask_templates, pair, scalar, scalar_offsets
 from ..model.lazyre import lazy_re
-
-
-def scan_shell(*args, **kwargs):
-    """shellscan.scan_shell, imported on first use: most manifests hold no shell script."""
-    from .shellscan import scan_shell as scan
-    return scan(*args, **kwargs)
-
-
-def split_words(*args, **kwargs):
-    from .shellscan import split_words as split
-    return split(*args, **kwargs)
+from . import embedded
+from .embedded import scan_shell, split_words     # shell in YAML: read through the door
 
 
 def _task_image(node: yaml.MappingNode) -> str | None:
@@ -78,36 +69,6 @@ def _mask_jinja_statements(text: str) -> tuple[str, list[tuple[int, int]]]:
 
 def _blank(text: str) -> str:
     return re.sub(r"[^\n]", " ", text)
-
-Pair = tuple[yaml.Node, yaml.Node]
-
-
-def get(node: yaml.Node, key: str) -> yaml.Node | None:
-    found = pair(node, key)
-    return found[1] if found else None
-
-
-def pair(node: yaml.Node, key: str, depth: int = 0) -> Pair | None:
-    """The (key, value) nodes of `key`, following `<<: *anchor` merge keys (compose, k8s)."""
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    merged = []
-    for k, v in node.value:
-        if isinstance(k, yaml.ScalarNode):
-            if k.value == key and k.tag != "tag:yaml.org,2002:merge":
-                return k, v
-            if k.value == "<<" and depth < 8:
-                merged.extend(v.value if isinstance(v, yaml.SequenceNode) else [v])
-    for m in merged:
-        found = pair(m, key, depth + 1)
-        if found:
-            return found
-    return None
-
-
-def scalar(node: yaml.Node | None) -> str | None:
-    return node.value if isinstance(node, yaml.ScalarNode) else None
-
 
 class YamlParser:
     def __init__(self, source: SourceFile):
@@ -782,3 +743,12 @@ def _looks_like_vllm_args(values: list[str]) -> bool:
 
 def parse_yaml(source: SourceFile) -> ParsedFile:
     return YamlParser(source).parse()
+
+
+def _embedded(view: SourceFile, start: int, end: int, inherited) -> ParsedFile:
+    """yaml written inside another file (a heredoc, a ConfigMap entry): read in place (parsers/embedded.py)."""
+    view.kind = "k8s"
+    return parse_yaml(view)
+
+
+embedded.register("yaml", _embedded)
