@@ -10,6 +10,7 @@ import re
 from ..model.record import record
 from pathlib import Path
 
+from ..knowledge.launchers import may_launch
 from ..model.lazyre import lazy_re
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox",
@@ -66,8 +67,8 @@ def classify(path: Path, head: bytes) -> str | None:
         return "python"
     if lower.endswith((".tpl", ".template")) and (b"apiVersion:" in head or b"services:" in head):
         return "yaml"
-    if re.search(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", lower) and b"vllm" in head.lower():
-        return "yaml"          # a Jinja template of YAML or JSON that mentions vLLM
+    if re.search(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", lower) and may_launch(head.decode("utf-8", "replace").lower()):
+        return "yaml"          # a Jinja template of YAML or JSON that shows a way vLLM is started
     if _looks_like_dockerfile(head):
         return "dockerfile"
     return None

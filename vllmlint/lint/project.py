@@ -9,6 +9,7 @@ from ..model.record import field, record
 from pathlib import Path
 
 from .discovery import Candidate
+from ..knowledge.launchers import may_launch
 from ..model.launch import EnvEntry, Launch, ParsedFile, ParseError, SourceFile
 from .releases import assign_releases
 from .sources import Unreadable, mentions_vllm, read_source
@@ -85,9 +86,8 @@ def parse_source(source: SourceFile) -> ParsedFile | None:
     parse = parser_for(source.kind)
     if parse is None:
         return None
-    if source.kind == "python" and "vllm" not in source.text and "proxy" not in source.text \
-            and "kv_transfer_params" not in source.text:
-        return ParsedFile(source)          # not a vLLM launcher nor a P/D proxy app: nothing to parse
+    if source.kind == "python" and not may_launch(source.text, "python"):
+        return ParsedFile(source)          # no way of starting vLLM shows, nor a P/D proxy app: nothing to parse
     return parse(source)
 
 

@@ -198,7 +198,7 @@ class _EngineScan(_EngineOptions):
             if isinstance(node, ast.ImportFrom) and _vllm_module(node.module):
                 for a in node.names:
                     self.names[a.asname or a.name] = a.name
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ray.serve"):
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("ray.serve", "ray.llm")):
                 for a in node.names:
                     if a.name == RAY_LLMCONFIG:
                         self.names[a.asname or a.name] = RAY_LLMCONFIG
