@@ -11,6 +11,7 @@ from ..model.record import record
 from pathlib import Path
 
 from ..knowledge.launchers import may_launch
+from ..parsers.templates import engine_of, inner_kind
 from ..model.lazyre import lazy_re
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox",
@@ -19,6 +20,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SHEBANG = lazy_re(rb"^#!\s*\S*?(?:/env\s+)?(?:ba|z|da|k|a)?sh\b")
 PYTHON_SHEBANG = lazy_re(rb"^#!\s*\S*?python")
 MAX_SNIFF = 2048
+TEMPLATE_YAML_HEAD = lazy_re(rb"\s*(?:#cloud-config|apiVersion:|kind:|services:)")
 # `dockerfile.py`, `Dockerfile.dockerignore`, `dockerfile.md`: named after Dockerfiles, not ones
 NOT_DOCKERFILE = (".py", ".pyc", ".pyi", ".md", ".rst", ".adoc", ".txt", ".json", ".go", ".rs", ".js", ".ts",
                   ".dockerignore", ".html", ".toml", ".cfg", ".ini", ".lock", ".orig", ".rej", ".bak", ".swp",
@@ -69,6 +71,12 @@ def classify(path: Path, head: bytes) -> str | None:
         return "yaml"
     if re.search(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", lower) and may_launch(head.decode("utf-8", "replace").lower()):
         return "yaml"          # a Jinja template of YAML or JSON that shows a way vLLM is started
+    if engine_of(lower) and may_launch(head.decode("utf-8", "replace").lower()):
+        # a Terraform or Jinja template (`start.sh.tftpl`, `cloud-init.yaml.tftpl`, `app.py.j2`)
+        # that shows a way vLLM is started: read as the kind it renders (parsers/templates.py)
+        kind = inner_kind(lower) or ("yaml" if TEMPLATE_YAML_HEAD().match(head) else None)
+        if kind:
+            return kind
     if _looks_like_dockerfile(head):
         return "dockerfile"
     return None

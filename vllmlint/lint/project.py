@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .discovery import Candidate
 from ..knowledge.launchers import may_launch
+from ..parsers.templates import engine_of, read_template
 from ..model.launch import EnvEntry, Launch, ParsedFile, ParseError, SourceFile
 from .releases import assign_releases
 from .sources import Unreadable, mentions_vllm, read_source
@@ -88,6 +89,8 @@ def parse_source(source: SourceFile) -> ParsedFile | None:
         return None
     if source.kind == "python" and not may_launch(source.text, "python"):
         return ParsedFile(source)          # no way of starting vLLM shows, nor a P/D proxy app: nothing to parse
+    if source.kind in ("shell", "python") and engine_of(source.path.name):
+        return read_template(source, source.kind)    # a Terraform or Jinja template of a script
     return parse(source)
 
 

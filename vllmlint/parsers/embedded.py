@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..model.launch import AppendSite, EnvEntry, ParsedFile, SourceFile
+from ..model.launch import AppendSite, EnvEntry, ParsedFile, ParseError, SourceFile
 from ..model.record import field, record, replace
 
 
@@ -76,7 +76,6 @@ def split_words(file: SourceFile, text: str, omap):
     return _SHELL["words"](file, text, omap)
 
 
-SHEBANG_RE = re.compile(r"#![ \t]*\S*?(?:/env[ \t]+(?:-S[ \t]+)?)?(?P<prog>[\w.\-]+)")
 PYTHON_HINT_RE = re.compile(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]|import[ \t]+[\w.]+|def[ \t]+\w+\(|"
                             r"if __name__ == |@\w+)", re.M)
 SHELL_HINT_RE = re.compile(r"^(?:set -\w+|exec[ \t]|export[ \t]+\w+=|\w+=\S*$|echo[ \t]|cd[ \t]|"
@@ -94,9 +93,11 @@ def guess_kind(text: str, name: str = "") -> str | None:
     if lower.endswith((".yaml", ".yml")):
         return "yaml"
     head = text.lstrip()[:4096]
-    m = SHEBANG_RE.match(head)
-    if m:
-        prog = m.group("prog")
+    if head.startswith("#!"):
+        words = [w.rsplit("/", 1)[-1] for w in head[2:].split("\n", 1)[0].split()]
+        if words and words[0] == "env":
+            words = [w for w in words[1:] if not w.startswith("-")]
+        prog = words[0] if words else ""
         if prog.startswith("python"):
             return "python"
         if prog in ("sh", "bash", "zsh", "dash", "ash", "ksh"):
@@ -104,7 +105,7 @@ def guess_kind(text: str, name: str = "") -> str | None:
         return None
     if re.match(r"(?:apiVersion|kind)\s*:", head):
         return "yaml"
-    if re.match(r"(?i)FROM\s+\S", head):
+    if re.match(r"FROM\s+\S", head):              # (lower case: Python's `from x import y`)
         return "dockerfile"
     if PYTHON_HINT_RE.search(head):
         return "python"
@@ -134,6 +135,26 @@ def read(file: SourceFile, kind: str | None, start: int, end: int,
     try:
         parsed = reader(view, start, end, inherited)
     except Exception:           # a body that is not what it looked like: nothing to read
+        return None
+    parsed = rebind(parsed, view, file)
+    inherit(parsed, inherited)
+    return parsed
+
+
+def read_view(file: SourceFile, kind: str, text: str, inherited: Inherited | None = None) -> ParsedFile | None:
+    """Read `text`, a same-length stand-in for all of file.text (a template with its directives
+    blanked), as `kind`; what is found comes back bound to `file`. A whole file that does not
+    parse raises the reader's ParseError (`path:line: why`), as the file itself would."""
+    reader = _READERS.get(kind)
+    if reader is None or len(text) != len(file.text):
+        return None
+    inherited = inherited or Inherited()
+    view = SourceFile(file.path, file.display, text, kind, file.bom)
+    try:
+        parsed = reader(view, 0, len(text), inherited)
+    except ParseError:
+        raise
+    except Exception:
         return None
     parsed = rebind(parsed, view, file)
     inherit(parsed, inherited)

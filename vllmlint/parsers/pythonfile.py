@@ -164,8 +164,19 @@ _VISITS.update({
 
 
 def _embedded(view: SourceFile, start: int, end: int, inherited) -> ParsedFile:
-    """python written inside another file (a heredoc, a ConfigMap entry): read in place (parsers/embedded.py)."""
+    """Python written inside another file (a heredoc, a ConfigMap entry): read in place
+    (parsers/embedded.py). Indented as a whole (a YAML block scalar), it is read as the body of an
+    `if 1:` written over the blank line above it, so every offset stays the outer file's."""
     view.kind = "python"
+    text = view.text
+    first = next((i for i in range(start, end) if text[i] not in " \t\r\n"), None)
+    if first is not None:
+        line = text.rfind("\n", 0, first) + 1
+        if first > line:                                  # indented: Python needs a block opener
+            above = text.rfind("\n", 0, line - 1) + 1 if line else -1
+            if above < 0 or line - 1 - above < 5 or text[above:line - 1].strip():
+                raise ValueError("an indented script with no blank line above it to open a block")
+            view.text = text[:above] + "if 1:" + text[above + 5:]
     return parse_python(view)
 
 

@@ -746,10 +746,16 @@ def parse_shell(source: SourceFile):
 
 def _embedded_shell(view: SourceFile, start: int, end: int, inherited):
     """A shell script embedded in another file (a ConfigMap entry, a template): read in place."""
-    from ..model.launch import ParsedFile
+    from ..model.launch import ParsedFile, ParseError
+    from .shell_lex import lex_checked
 
-    scan = scan_shell(view, view.text[start:end], Shift(start), context=inherited.context or "script",
-                      group=inherited.group or f"{view.display}:{view.line_col(start)[0]}",
+    if start == 0 and end == len(view.text):         # a whole file (a template): its syntax checked as a script's
+        bad, _ = lex_checked(view.text)
+        if bad is not None:
+            raise ParseError(view.line_col(bad)[0], "shell syntax error: a quote, `$(`, `${` or backtick "
+                                                    "in this word is never closed")
+    group = inherited.group or (view.display if start == 0 else f"{view.display}:{view.line_col(start)[0]}")
+    scan = scan_shell(view, view.text[start:end], Shift(start), context=inherited.context or "script", group=group,
                       inherited_env=list(inherited.env), image=inherited.image)
     return ParsedFile(view, launches=scan.launches, env=scan.env)
 

@@ -12,7 +12,7 @@ from functools import partial
 
 import yaml
 
-from . import crds
+from . import configmap_scripts, crds, templates
 from .detect import SHELLS, basename, detect, is_vllm_image, serve_kind
 from ..knowledge.images import is_vllm_image as is_vllm_build     # any build (rocm/vllm-dev): its release
 from ..model.launch import (KUBEAI_VIA, AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef,
@@ -77,12 +77,17 @@ class YamlParser:
         self.pf = ParsedFile(source)
         self.templated: list[tuple[int, int]] = []
         self._ray = False
+        self.containers: dict[int, tuple] = {}     # id(container node) -> (image, env): ConfigMap scripts
 
     def parse(self) -> ParsedFile:
         text = self.text
         jinja: list[tuple[int, int]] = []
+        terraform = None
         if JINJA_NAME_RE().search(self.source.path.name):
             text, jinja = _mask_jinja_statements(text)
+        elif templates.engine_of(self.source.path.name) == "terraform" and ("${" in text or "%{" in text):
+            text, jinja = templates.mask(text, "terraform", "yaml")     # `%{ for }` blank, `${x}` a placeholder
+            terraform = (text, jinja)
         masked, self.templated = mask_templates(text)
         self.templated = sorted(self.templated + jinja)
         try:
@@ -111,6 +116,9 @@ class YamlParser:
                 self._compose(doc, index)
             else:
                 self._k8s(doc, index)
+        configmap_scripts.read(self, docs)         # after every pod: the one that mounts a script gives it its image
+        if terraform:
+            templates.restore_launches(self.pf.launches, terraform[0], self.text, terraform[1])
         if self.templated:
             self.pf.notes.append(f"{len(self.templated)} Go template action(s) read as placeholders")
         return self.pf
@@ -557,6 +565,7 @@ class YamlParser:
         self._anchor = (node.start_mark.index, node.start_mark.index)
         context, group = f"container {name} ({owner})", f"{self.source.display}#{index}:{owner}:{name}"
         env = self.env_entries(node, f"env of container {name}")
+        self.containers[id(node)] = (image, env)
         env_from = []
         for item in self.argv_nodes(get(node, "envFrom")):
             ref = scalar(get(get(item, "configMapRef") or item, "name"))
