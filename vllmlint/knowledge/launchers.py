@@ -7,6 +7,9 @@ when imported from `ray.serve`, an image only when knowledge/images.py says it i
 marker may be generous, never the detection itself. A new wrapper that starts vLLM under its own
 name is one row here.
 
+Triton's vLLM backend is found by its files, not its text: a `model.json` beside a
+`config.pbtxt` that says `backend: "vllm"` (lint/discovery.py, parsers/triton.py).
+
 Beside the image list (knowledge/images.py): every built-in vLLM image path names `vllm`, so the
 first row covers them (a test holds that), and a team's own `vllm-images` globs are added per run.
 """

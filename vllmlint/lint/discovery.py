@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..knowledge.launchers import may_launch
 from ..parsers.templates import engine_of, inner_kind
+from ..parsers.triton import triton_config
 from ..model.lazyre import lazy_re
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox",
@@ -32,7 +33,7 @@ class Candidate:
     """A file to check: where it is, how it is reported, and what kind of file it is."""
     path: Path        # absolute
     display: str      # as reported: the argument joined with the relative path
-    kind: str         # dockerfile | yaml | shell | make | just | python | requirements
+    kind: str         # dockerfile | yaml | shell | make | just | python | requirements | triton
     explicit: bool = False   # named on the command line (not found by walking a folder)
     unsaved: bool = False    # an editor buffer with no file on disk yet: read from the buffer alone
 
@@ -59,6 +60,8 @@ def classify(path: Path, head: bytes) -> str | None:
         return "requirements"
     if b"\0" in head[:MAX_SNIFF]:
         return None
+    if lower == "model.json" and triton_config(path):
+        return "triton"        # Triton's vLLM backend: the engine arguments of a model (parsers/triton.py)
     if lower.endswith(NOT_SCRIPT):
         return None
     # found by their first bytes whatever their name: `run.sbatch`, `job.slurm`, `start`, and a

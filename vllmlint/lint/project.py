@@ -36,6 +36,9 @@ def parser_for(kind: str):
     if kind == "python":
         from ..parsers.pythonfile import parse_python
         return parse_python
+    if kind == "triton":
+        from ..parsers.triton import parse_triton
+        return parse_triton
     return None
 
 

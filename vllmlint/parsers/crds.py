@@ -241,7 +241,7 @@ def _llm_config(parser, config: yaml.MappingNode, app: str, owner: str, index: i
 def _kwarg(parser, k: yaml.Node, v: yaml.Node) -> Arg | None:
     """`swap_space: 4` -> `--swap-space=4`, the name mapped onto the key (a rename writes the
     key) and the value onto the scalar when it is written plainly."""
-    from .pyengine import KeywordArg
+    from ..model.launch import KeywordArg
 
     name = _scalar(k)
     if not name or not re.fullmatch(r"[A-Za-z_]\w*", name) or isinstance(v, yaml.ScalarNode) and \

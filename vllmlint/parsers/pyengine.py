@@ -10,7 +10,8 @@ import re
 from ..model.record import record
 from pathlib import Path
 
-from ..model.launch import ENGINE, SERVE, AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, SourceFile
+from ..model.launch import (ENGINE, SERVE, AppendSite, Arg, Edit, EnvEntry, KeywordArg, Launch, ParsedFile,
+                             SourceFile)
 from .pysource import _Offsets
 
 
@@ -37,14 +38,6 @@ NOT_ENGINE_KW = {"use_tqdm", "self"}
 def _vllm_module(name: str | None) -> bool:
     parts = (name or "").split(".")
     return "vllm" in parts and "sglang" not in parts
-
-
-@record
-class KeywordArg(Arg):
-    """An engine argument written as a Python keyword (`swap_space=4`), a dict entry
-    (`"swap_space": 4`) or an attribute (`args.swap_space = 4`): option names are spelled
-    snake_case, without dashes."""
-    keyword_style: str = "keyword"        # keyword | key | attribute
 
 
 @record(frozen=True)
