@@ -83,3 +83,12 @@ def test_configmap_data_that_is_no_script_is_not_read():
     pf = parse_yaml(yaml_file(text))
     assert pf.launches == []
     assert [e.name for e in pf.configmaps["s"]] == ["notes.txt", "VLLM_LOGGING_LEVEL"]
+
+
+def test_configmap_python_script_in_a_chart_template_keeps_its_actions():
+    text = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-serve\ndata:\n"
+            "  serve.py: |\n    from ray.serve.llm import LLMConfig\n"
+            "    LLMConfig(engine_kwargs=dict(max_model_len={{ .Values.maxLen }}, enforce_eager=True))\n")
+    [launch] = parse_yaml(yaml_file(text)).launches
+    assert [(a.value, a.dynamic) for a in launch.argv[1:]] == [
+        ("--max-model-len={{ .Values.maxLen }}", True), ("--enforce-eager", False)]

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import yaml
 
-from . import embedded
+from . import embedded, templates
 from .embedded import Inherited
 from ..knowledge.images import is_vllm_image as is_vllm_build
 from ..knowledge.launchers import may_launch
 from .yaml_source import get, scalar
+from ..model.launch import ParseError
 
 SCRIPT_KINDS = ("python", "shell")
 
@@ -67,11 +68,25 @@ def read(parser, docs: list) -> None:
             offs = parser.offsets(node)
             if not offs or node.style != "|":
                 continue                   # a folded (`>`) Python script is not the file's text
-            parsed = embedded.read(parser.source, "python", _line_start(parser.text, offs[0]), offs[-1] + 1,
-                                   Inherited(image=image, env=list(env), context=context, group=group, via=via))
+            # read from the masked text: a chart's `{{ .Values.x }}` in the script is a placeholder
+            # there, given back by parser._add (yamlfile._unmask) as written and dynamic
+            view = embedded.blanked(parser.masked, _line_start(parser.masked, offs[0]), offs[-1] + 1)
+            try:
+                parsed = embedded.read_view(parser.source, "python", view,
+                                            Inherited(image=image, env=list(env), context=context, group=group,
+                                                      via=via))
+            except ParseError:
+                parsed = None       # not Python after all: the entry stays data
             if parsed is None:
                 continue
             launches, found_env = parsed.launches, parsed.env
+            if parser.templated:        # a value read from a placeholder (no offsets): as written
+                for launch in launches:
+                    for arg in launch.argv:
+                        if arg.offsets is None and arg.span and parser.masked[arg.span[0]:arg.span[1]] != \
+                                parser.text[arg.span[0]:arg.span[1]]:
+                            arg.value = templates.written(arg.value, arg.span, parser.masked, parser.text,
+                                                          parser.templated)
         parser._anchor = (node.start_mark.index, node.start_mark.index)
         parser._add(launches, [])
         parser.pf.env.extend(found_env)

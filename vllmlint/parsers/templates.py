@@ -122,7 +122,7 @@ def mask(text: str, engine: str, kind: str) -> tuple[str, list[tuple[int, int]]]
     return "".join(out), sorted(directives + interpolations)
 
 
-def _written(value: str, span, masked: str, text: str, template_spans) -> str:
+def written(value: str, span, masked: str, text: str, template_spans) -> str:
     for s, e in template_spans:
         if (span is None or s < span[1] and span[0] < e) and masked[s:e] in value and masked[s:e].strip():
             value = value.replace(masked[s:e], text[s:e], 1)
@@ -133,9 +133,9 @@ def restore_launches(launches, masked: str, text: str, template_spans) -> None:
     """A launch's image and `via` (read from a script inside a template) as written."""
     for launch in launches:
         if launch.image and "$_" in launch.image:
-            launch.image = _written(launch.image, None, masked, text, template_spans)
+            launch.image = written(launch.image, None, masked, text, template_spans)
         if "$_" in launch.via:
-            launch.via = _written(launch.via, None, masked, text, template_spans)
+            launch.via = written(launch.via, None, masked, text, template_spans)
 
 
 def unmask(parsed: ParsedFile, file: SourceFile, template_spans: list[tuple[int, int]], masked: str) -> None:
@@ -163,7 +163,7 @@ def unmask(parsed: ParsedFile, file: SourceFile, template_spans: list[tuple[int,
                 if offs is not None:
                     arg.value = "".join(text[o] if inside(o) else ch for ch, o in zip(arg.value, offs))
                 else:           # no offsets per character: put each stand-in's written text back
-                    arg.value = _written(arg.value, arg.span, masked, text, template_spans)
+                    arg.value = written(arg.value, arg.span, masked, text, template_spans)
                 arg.dynamic = True
         for entry in launch.env:
             if entry.file is file and entry.value is not None and overlaps(entry.span):
