@@ -66,3 +66,9 @@ def test_an_llmconfig_of_another_library_is_read_but_no_launch():
 def test_kubeai_engine_in_capitals_is_a_yaml_marker_only():
     assert may_launch("kind: Model\nspec:\n  engine: VLLM\n", "yaml")
     assert not may_launch("engine: VLLM\n", "python")
+
+
+def test_ray_model_source_is_the_model_as_in_a_rayservice():
+    text = RAY_APP.replace('dict(model_id="q")', 'dict(model_id="q", model_source="org/m")')
+    [launch] = parse_source(python(text)).launches
+    assert [a.value for a in launch.argv[1:]] == ["--model=org/m", "--max-model-len=8192"]

@@ -63,6 +63,19 @@ def flag_keyword(token: str) -> str:
     return f"{key}={value!r}"
 
 
+def _model_source(call: ast.Call) -> str | None:
+    """`LLMConfig(model_loading_config=dict(model_source="org/m"))` (or a dict literal): "org/m"."""
+    loading = next((k.value for k in call.keywords if k.arg == "model_loading_config"), None)
+    if isinstance(loading, ast.Call) and isinstance(loading.func, ast.Name) and loading.func.id == "dict":
+        pairs = [(k.arg, k.value) for k in loading.keywords]
+    elif isinstance(loading, ast.Dict):
+        pairs = [(k.value if isinstance(k, ast.Constant) else None, v) for k, v in zip(loading.keys, loading.values)]
+    else:
+        return None
+    value = dict(pairs).get("model_source")
+    return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+
+
 class _EngineOptions:
     """One engine argument as a flag: a keyword, a dict entry or an attribute turned into `--flag=value`
     with its own span (mixed into _EngineScan, which gives `source`, `text`, `span`)."""
@@ -332,6 +345,9 @@ class _EngineScan(_EngineOptions):
             kw = next((k for k in call.keywords if k.arg == "engine_kwargs"), None)
             if kw is not None:
                 self.engine_launch(call, "ray.serve.llm.LLMConfig", scope, cls, kwargs_of=kw.value)
+                source = _model_source(call)
+                if source:          # the model vLLM serves, as the RayService reader says it (crds.py)
+                    self.launches[-1].argv.insert(1, Arg("--model=" + source))
             return
         if what == "run_server":
             self.api_server_launch(call, scope, cls)
