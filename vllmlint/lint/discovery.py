@@ -10,6 +10,9 @@ import re
 from ..model.record import record
 from pathlib import Path
 
+from ..knowledge.launchers import may_launch
+from ..parsers.templates import engine_of, inner_kind
+from ..parsers.triton import triton_config
 from ..model.lazyre import lazy_re
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox",
@@ -18,6 +21,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SHEBANG = lazy_re(rb"^#!\s*\S*?(?:/env\s+)?(?:ba|z|da|k|a)?sh\b")
 PYTHON_SHEBANG = lazy_re(rb"^#!\s*\S*?python")
 MAX_SNIFF = 2048
+TEMPLATE_YAML_HEAD = lazy_re(rb"\s*(?:#cloud-config|apiVersion:|kind:|services:)")
 # `dockerfile.py`, `Dockerfile.dockerignore`, `dockerfile.md`: named after Dockerfiles, not ones
 NOT_DOCKERFILE = (".py", ".pyc", ".pyi", ".md", ".rst", ".adoc", ".txt", ".json", ".go", ".rs", ".js", ".ts",
                   ".dockerignore", ".html", ".toml", ".cfg", ".ini", ".lock", ".orig", ".rej", ".bak", ".swp",
@@ -29,7 +33,7 @@ class Candidate:
     """A file to check: where it is, how it is reported, and what kind of file it is."""
     path: Path        # absolute
     display: str      # as reported: the argument joined with the relative path
-    kind: str         # dockerfile | yaml | shell | make | just | python | requirements
+    kind: str         # dockerfile | yaml | shell | make | just | python | requirements | triton
     explicit: bool = False   # named on the command line (not found by walking a folder)
     unsaved: bool = False    # an editor buffer with no file on disk yet: read from the buffer alone
 
@@ -56,6 +60,8 @@ def classify(path: Path, head: bytes) -> str | None:
         return "requirements"
     if b"\0" in head[:MAX_SNIFF]:
         return None
+    if lower == "model.json" and triton_config(path):
+        return "triton"        # Triton's vLLM backend: the engine arguments of a model (parsers/triton.py)
     if lower.endswith(NOT_SCRIPT):
         return None
     # found by their first bytes whatever their name: `run.sbatch`, `job.slurm`, `start`, and a
@@ -66,8 +72,14 @@ def classify(path: Path, head: bytes) -> str | None:
         return "python"
     if lower.endswith((".tpl", ".template")) and (b"apiVersion:" in head or b"services:" in head):
         return "yaml"
-    if re.search(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", lower) and b"vllm" in head.lower():
-        return "yaml"          # a Jinja template of YAML or JSON that mentions vLLM
+    if re.search(r"\.(?:ya?ml|json)\.(?:j2|jinja2?)$", lower) and may_launch(head.decode("utf-8", "replace").lower()):
+        return "yaml"          # a Jinja template of YAML or JSON that shows a way vLLM is started
+    if engine_of(lower) and may_launch(head.decode("utf-8", "replace").lower()):
+        # a Terraform or Jinja template (`start.sh.tftpl`, `cloud-init.yaml.tftpl`, `app.py.j2`)
+        # that shows a way vLLM is started: read as the kind it renders (parsers/templates.py)
+        kind = inner_kind(lower) or ("yaml" if TEMPLATE_YAML_HEAD().match(head) else None)
+        if kind:
+            return kind
     if _looks_like_dockerfile(head):
         return "dockerfile"
     return None

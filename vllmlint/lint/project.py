@@ -9,6 +9,8 @@ from ..model.record import field, record
 from pathlib import Path
 
 from .discovery import Candidate
+from ..knowledge.launchers import may_launch
+from ..parsers.templates import engine_of, read_template
 from ..model.launch import EnvEntry, Launch, ParsedFile, ParseError, SourceFile
 from .releases import assign_releases
 from .sources import Unreadable, mentions_vllm, read_source
@@ -34,6 +36,9 @@ def parser_for(kind: str):
     if kind == "python":
         from ..parsers.pythonfile import parse_python
         return parse_python
+    if kind == "triton":
+        from ..parsers.triton import parse_triton
+        return parse_triton
     return None
 
 
@@ -85,9 +90,10 @@ def parse_source(source: SourceFile) -> ParsedFile | None:
     parse = parser_for(source.kind)
     if parse is None:
         return None
-    if source.kind == "python" and "vllm" not in source.text and "proxy" not in source.text \
-            and "kv_transfer_params" not in source.text:
-        return ParsedFile(source)          # not a vLLM launcher nor a P/D proxy app: nothing to parse
+    if source.kind == "python" and not may_launch(source.text, "python"):
+        return ParsedFile(source)          # no way of starting vLLM shows, nor a P/D proxy app: nothing to parse
+    if source.kind in ("shell", "python") and engine_of(source.path.name):
+        return read_template(source, source.kind)    # a Terraform or Jinja template of a script
     return parse(source)
 
 

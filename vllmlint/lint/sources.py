@@ -6,6 +6,7 @@ import errno
 import os
 from pathlib import Path
 
+from ..knowledge.launchers import may_launch
 from ..model.launch import SourceFile
 
 MAX_BYTES = 10 * 1024 * 1024    # a deployment config is never this big; bounded time and memory
@@ -31,11 +32,12 @@ def decode(raw: bytes) -> tuple[str, bool]:
 
 
 def mentions_vllm(data: bytes | str) -> bool:
-    """Whether a file that cannot be parsed concerns vLLM at all: one that never names it (a
-    Terraform template, a sample with `{{ }}` placeholders) is skipped rather than failing the run."""
-    if isinstance(data, str):
-        return "vllm" in data.lower()
-    return b"vllm" in data.lower()
+    """Whether a file that cannot be parsed concerns vLLM at all (any way of starting it shows,
+    knowledge/launchers.py): one that shows none (a Terraform template, a sample with `{{ }}`
+    placeholders) is skipped rather than failing the run."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", "replace")
+    return may_launch(data.lower())
 
 
 def read_source(path: Path, display: str, kind: str) -> SourceFile:

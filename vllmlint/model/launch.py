@@ -226,6 +226,14 @@ _ARG_FIELDS = ("value", "file", "span", "dynamic", "splits", "locate", "_offsets
 
 
 @record
+class KeywordArg(Arg):
+    """An engine argument written as a Python keyword (`swap_space=4`), a dict entry
+    (`"swap_space": 4`, a JSON member) or an attribute (`args.swap_space = 4`): option names are
+    spelled snake_case, without dashes."""
+    keyword_style: str = "keyword"        # keyword | key | attribute
+
+
+@record
 class EnvEntry:
     """One environment setting, where it is written, and how to remove it."""
 
@@ -514,6 +522,21 @@ def _remove_mapping_entry(file: SourceFile, text: str, line_start: int, whole_li
     return [Edit(file, *whole_lines, "")]
 
 
+def _remove_json_member(file: SourceFile, text: str, key_start: int) -> list[Edit] | None:
+    """The member of a top-level JSON object whose key starts at `key_start`, with one comma."""
+    from .jsonpos import locate, member_removal
+
+    try:
+        loc = locate(text)
+    except ValueError:
+        return None
+    path = next((p for p, m in loc.members.items() if len(p) == 1 and m.key_start == key_start), None)
+    if path is None:
+        return None
+    s, e = member_removal(text, loc, path)
+    return [Edit(file, s, e, "")]
+
+
 def remove_args(args: list[Arg]) -> list[Edit] | None:
     """Edits that remove adjacent argv tokens (an option and its values) from the file, in the
     syntax they are written in: a YAML block-list item (its whole line), an element of a JSON,
@@ -526,6 +549,8 @@ def remove_args(args: list[Arg]) -> list[Edit] | None:
     if any(a.file is not file for a in args):
         return None
     text = file.text
+    if file.kind == "triton" and len(args) == 1 and getattr(args[0], "keyword_style", None) == "key":
+        return _remove_json_member(file, text, args[0].span[0])     # a member of Triton's model.json
     spans = sorted(a.span for a in args)
     for (_, end), (start, _) in zip(spans, spans[1:]):
         if not _BETWEEN_RE().fullmatch(text[end:start]):

@@ -2,4 +2,10 @@
 Python), plus launch detection (`detect`) and the routers that check token continuation (`validating`).
 
 Imports knowledge and model only; the lint pipeline and everything above may import from here.
+
+Content of one kind inside a file of another (shell in YAML, a heredoc, a ConfigMap's script) goes
+through one door, `embedded.py`: front ends import it, never each other, and register their
+readers there when imported. The front ends are imported here, so the door's table is full
+whatever module of this package a caller imports first.
 """
+from . import dockerfile, heredoc, pythonfile, recipes, shellscan, yamlfile  # noqa: F401  (they register with the door)

@@ -36,7 +36,7 @@ RAY_LLM_IMPORT_RE = lazy_re(r"^ray\.(?:serve\.llm|llm\.)[\w.]*[:.]build_\w+$")
 
 
 def _get(node, key):
-    from .yamlfile import get
+    from .yaml_source import get
     return get(node, key)
 
 
@@ -225,7 +225,7 @@ def _llm_config(parser, config: yaml.MappingNode, app: str, owner: str, index: i
     elif kwargs is not None:
         opaque = "its engine_kwargs are not a YAML mapping"
     env = _env_vars(parser, config, f"runtime_env of {context}")
-    from .yamlfile import pair
+    from .yaml_source import pair
     at = pair(config, "engine_kwargs")
     span = (at[0] if at else config).start_mark.index
     line = parser.source.line_col(span)[0]
@@ -241,7 +241,7 @@ def _llm_config(parser, config: yaml.MappingNode, app: str, owner: str, index: i
 def _kwarg(parser, k: yaml.Node, v: yaml.Node) -> Arg | None:
     """`swap_space: 4` -> `--swap-space=4`, the name mapped onto the key (a rename writes the
     key) and the value onto the scalar when it is written plainly."""
-    from .pythonfile import KeywordArg
+    from ..model.launch import KeywordArg
 
     name = _scalar(k)
     if not name or not re.fullmatch(r"[A-Za-z_]\w*", name) or isinstance(v, yaml.ScalarNode) and \
@@ -286,7 +286,7 @@ def _node_text(parser, node: yaml.Node) -> str:
 
 
 def _env_vars(parser, config: yaml.MappingNode, origin: str) -> list[EnvEntry]:
-    from .yamlfile import pair
+    from .yaml_source import pair
 
     env_pair = pair(_get(config, "runtime_env"), "env_vars")
     if env_pair is None or not isinstance(env_pair[1], yaml.MappingNode):

@@ -11,7 +11,9 @@ from ..model.record import record
 
 from .detect import detect, is_vllm_image, serve_kind
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, ParsedFile, ParseError, SourceFile, remove_from_run
-from .shellscan import SHELLS, scan_shell
+from . import embedded
+from .embedded import scan_shell     # RUN/CMD shell: read through the door
+from .detect import SHELLS
 from .shell_lex import commands
 
 DIRECTIVE_RE = re.compile(r"^#\s*escape\s*=\s*(\S)", re.I)
@@ -292,3 +294,12 @@ def _stage_launch(pf: ParsedFile, file: SourceFile, stage: _Stage, n: int) -> No
         if site is None:
             launch.not_editable = "the arguments come at run time (no CMD in this Dockerfile)"
         pf.launches.append(launch)
+
+
+def _embedded(view: SourceFile, start: int, end: int, inherited) -> ParsedFile:
+    """dockerfile written inside another file (a heredoc, a ConfigMap entry): read in place (parsers/embedded.py)."""
+    view.kind = "dockerfile"
+    return parse_dockerfile(view)
+
+
+embedded.register("dockerfile", _embedded)

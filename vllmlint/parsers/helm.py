@@ -19,6 +19,7 @@ from ..model.record import field, record
 from pathlib import Path
 
 import yaml
+from ..knowledge.launchers import may_launch
 
 MARKER_RE = re.compile(r"zqx(\d+)zq")
 IMAGE_LINE = re.compile(r"^([ \t]*(?:-[ \t]+)?image:[ \t]*)(.*)$", re.M)
@@ -353,7 +354,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                                   readonly={p for p in paths if p in readonly})
             for name, text in real.items():
                 tpl = root / name.split("/", 1)[1] if "/" in name else None
-                if tpl is None or "vllm" not in text:
+                if tpl is None or not may_launch(text, "yaml"):
                     continue
                 vfile = SourceFile(tpl, f"{name} (rendered)", text, "k8s")
                 mfile = SourceFile(tpl, f"{name} (rendered)", _real_images(marked.get(name, ""), vs), "k8s")
@@ -718,7 +719,7 @@ def _launch_docs(root: Path, name: str, lines: list[str]) -> set[int]:
     out = set()
     for i, doc in enumerate(docs):
         text = "\n".join(doc) + "\n"
-        if "vllm" not in text:
+        if not may_launch(text, "yaml"):
             continue
         try:
             if YamlParser(SourceFile(root / name, name, text, "k8s")).parse().launches:

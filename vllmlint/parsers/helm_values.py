@@ -32,7 +32,7 @@ STACK_PORT = "8000"         # the chart's container port (`chart.container-port`
 
 
 def _get(node, key):
-    from .yamlfile import get
+    from .yaml_source import get
     return get(node, key)
 
 

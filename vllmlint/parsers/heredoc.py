@@ -13,9 +13,10 @@ else the name of the file written (`> x.yaml`, `tee x.yaml`), else the body's fi
 from __future__ import annotations
 
 import re
-from ..model.record import replace
 
-from ..model.launch import AppendSite, Edit, EnvEntry, ParsedFile, SourceFile
+from . import embedded
+from .embedded import Inherited, Shift
+from ..model.launch import ParsedFile, SourceFile
 from ..model.lazyre import lazy_re
 
 YAML_NAME_RE = lazy_re(r"\.(?:ya?ml)$", re.I)
@@ -53,33 +54,11 @@ def body_kind(head: str, words: list[str], targets: list[str], body: str) -> str
     return None
 
 
-def blanked(text: str, start: int, end: int) -> str:
-    """`text` with everything outside [start, end) turned to blanks (line breaks kept)."""
-    blank = lambda s: re.sub(r"[^\r\n]", " ", s)     # noqa: E731
-    return blank(text[:start]) + text[start:end] + blank(text[end:])
-
-
 def read_body(file: SourceFile, kind: str, start: int, end: int, expands: bool = False) -> ParsedFile | None:
-    """Parse file.text[start:end] as `kind`; launches and env come back bound to `file`.
-    `expands`: the delimiter was not quoted, so the shell turns `\\\\`, `\\$` and `\\<newline>`
-    into what the written file holds (read so for shell sections)."""
-    view = SourceFile(file.path, file.display, blanked(file.text, start, end), file.kind, file.bom)
-    try:
-        if kind == "yaml":
-            from .yamlfile import parse_yaml
-            view.kind = "k8s"
-            parsed = parse_yaml(view)
-        elif kind == "dockerfile":
-            from .dockerfile import parse_dockerfile
-            view.kind = "dockerfile"
-            parsed = parse_dockerfile(view)
-        elif kind == "apptainer":
-            parsed = _apptainer(view, start, end, expands)
-        else:
-            return None
-    except Exception:           # a body that is not what it looked like: nothing to read
-        return None
-    return rebind(parsed, view, file)
+    """Parse file.text[start:end] as `kind` through the door (parsers/embedded.py); launches and
+    env come back bound to `file`. `expands`: the delimiter was not quoted, so the shell turns
+    `\\\\`, `\\$` and `\\<newline>` into what the written file holds (read so for shell sections)."""
+    return embedded.read(file, kind, start, end, Inherited(expands=expands))
 
 
 def unescape(text: str, base: int) -> tuple[str, list[int]]:
@@ -103,11 +82,10 @@ def unescape(text: str, base: int) -> tuple[str, list[int]]:
     return "".join(out), offs
 
 
-def _apptainer(view: SourceFile, start: int, end: int, expands: bool) -> ParsedFile:
+def _apptainer(view: SourceFile, start: int, end: int, inherited: Inherited) -> ParsedFile:
     """An Apptainer/Singularity definition: `From:` names the image; `%runscript` and
     `%startscript` are shell run in it."""
-    from .shellscan import Shift, scan_shell
-
+    expands = inherited.expands
     pf = ParsedFile(view)
     text = view.text
     image = None
@@ -121,41 +99,11 @@ def _apptainer(view: SourceFile, start: int, end: int, expands: bool) -> ParsedF
         lo = start + sec.end()
         hi = start + sections[i + 1].start() if i + 1 < len(sections) else end
         body, omap = unescape(text[lo:hi], lo) if expands else (text[lo:hi], Shift(lo))
-        scan = scan_shell(view, body, omap, context=f"{sec.group(1)} of the definition",
-                          group=f"{view.display}:{view.line_col(lo)[0]}", image=image)
+        scan = embedded.scan_shell(view, body, omap, context=f"{sec.group(1)} of the definition",
+                                   group=f"{view.display}:{view.line_col(lo)[0]}", image=image)
         pf.launches.extend(scan.launches)
         pf.env.extend(scan.env)
     return pf
 
 
-def rebind(parsed: ParsedFile, view: SourceFile, file: SourceFile) -> ParsedFile:
-    """Everything that points at `view` points at `file` instead (same offsets)."""
-    def edits(found):
-        return None if found is None else [replace(e, file=file) if e.file is view else e for e in found]
-
-    def env(entry: EnvEntry) -> EnvEntry:
-        if entry.file is view:
-            entry.file = file
-            entry.removal = edits(entry.removal)
-        return entry
-
-    for entry in parsed.env:
-        env(entry)
-    for entries in parsed.configmaps.values():
-        for entry in entries:
-            env(entry)
-    for launch in parsed.launches:
-        if launch.file is view:
-            launch.file = file
-        for arg in launch.argv:
-            if arg.file is view:
-                arg.file = file
-        launch.env = [env(e) for e in launch.env]
-        site = launch.append_site
-        if isinstance(site, AppendSite) and site.file is view:
-            launch.append_site = AppendSite(file, site.offset, site.template)
-    parsed.source = file
-    return parsed
-
-
-__all__ = ["body_kind", "read_body", "rebind", "blanked", "Edit"]
+embedded.register("apptainer", _apptainer)

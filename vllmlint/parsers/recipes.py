@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from ..model.launch import Edit, EnvEntry, ParsedFile, SourceFile
-from .shellscan import scan_shell
+from .embedded import scan_shell     # recipe lines are shell: read through the door
 
 MAKE_EXPORT_RE = re.compile(r"^export[ \t]+([A-Za-z_]\w*)[ \t]*(?:[:+?!]{0,2}=)[ \t]*(.*?)[ \t]*$")
 MAKE_RULE_RE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)")

@@ -13,6 +13,8 @@ from ..model.record import field, record
 
 from .detect import SHELLS, ContainerRun, basename, container_run, detect, is_vllm_image, serve_kind, strip_transport
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run
+from . import embedded
+from .embedded import Shift
 from .shell_lex import ArrayAssign, SimpleCommand, Word, commands, exclusive
 from ..model.lazyre import lazy_re
 
@@ -59,16 +61,6 @@ def var_ref(value: str) -> tuple[str, str | None] | None:
     if not m:
         return None
     return (m.group(1) or m.group(2)), m.group(3)
-
-
-class Shift:
-    """Identity mapping plus a base offset, without a list per character."""
-
-    def __init__(self, base: int = 0):
-        self.base = base
-
-    def __getitem__(self, i: int) -> int:
-        return self.base + i
 
 
 def _mapped(omap, offsets) -> list[int]:
@@ -567,7 +559,7 @@ class _Scanner:
     def _heredocs(self, cmd: SimpleCommand) -> None:
         """A here-document that writes YAML, a Dockerfile or an Apptainer definition: read it
         as that kind, in place (see parsers/heredoc.py)."""
-        from .heredoc import body_kind, read_body
+        from .heredoc import body_kind, read_body     # the heredoc's kind; read through the door
 
         targets = [r.target.value for r in cmd.redirects if r.op in (">", ">>", ">|") and r.target]
         values = [self.resolve(w.value) for w in cmd.words]
@@ -750,3 +742,23 @@ def parse_shell(source: SourceFile):
                                                   "in this word is never closed")
     scan = scan_shell(source, source.text, Shift(0), context="script", group=source.display, tokens=tokens)
     return ParsedFile(source, launches=scan.launches, env=scan.env)
+
+
+def _embedded_shell(view: SourceFile, start: int, end: int, inherited):
+    """A shell script embedded in another file (a ConfigMap entry, a template): read in place."""
+    from ..model.launch import ParsedFile, ParseError
+    from .shell_lex import lex_checked
+
+    if start == 0 and end == len(view.text):         # a whole file (a template): its syntax checked as a script's
+        bad, _ = lex_checked(view.text)
+        if bad is not None:
+            raise ParseError(view.line_col(bad)[0], "shell syntax error: a quote, `$(`, `${` or backtick "
+                                                    "in this word is never closed")
+    group = inherited.group or (view.display if start == 0 else f"{view.display}:{view.line_col(start)[0]}")
+    scan = scan_shell(view, view.text[start:end], Shift(start), context=inherited.context or "script", group=group,
+                      inherited_env=list(inherited.env), image=inherited.image)
+    return ParsedFile(view, launches=scan.launches, env=scan.env)
+
+
+embedded.register_shell(scan_shell, split_words)
+embedded.register("shell", _embedded_shell)

@@ -55,7 +55,7 @@ def _marked_ranges(source: SourceFile) -> list[tuple[int, int, str]]:
     import yaml                  # here: a shell or Dockerfile run never loads PyYAML
 
     from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates
-    from .yamlfile import get, scalar
+    from .yaml_source import get, scalar
 
     out: list[tuple[int, int, str]] = []
     try:

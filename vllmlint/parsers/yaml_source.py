@@ -1051,3 +1051,34 @@ def scalar_offsets(text: str, node: ScalarNode) -> tuple[int, ...] | None:
         return _scalar_offsets(text, node)
     except Exception:
         return None
+
+
+# -- reading composed nodes (shared by the YAML front end, the CRD readers, chart values) ------
+Pair = tuple[Node, Node]
+
+
+def get(node: Node, key: str) -> Node | None:
+    found = pair(node, key)
+    return found[1] if found else None
+
+
+def pair(node: Node, key: str, depth: int = 0) -> Pair | None:
+    """The (key, value) nodes of `key`, following `<<: *anchor` merge keys (compose, k8s)."""
+    if not isinstance(node, MappingNode):
+        return None
+    merged = []
+    for k, v in node.value:
+        if isinstance(k, ScalarNode):
+            if k.value == key and k.tag != "tag:yaml.org,2002:merge":
+                return k, v
+            if k.value == "<<" and depth < 8:
+                merged.extend(v.value if isinstance(v, SequenceNode) else [v])
+    for m in merged:
+        found = pair(m, key, depth + 1)
+        if found:
+            return found
+    return None
+
+
+def scalar(node: Node | None) -> str | None:
+    return node.value if isinstance(node, ScalarNode) else None

@@ -12,26 +12,17 @@ from functools import partial
 
 import yaml
 
-from . import crds
+from . import configmap_scripts, crds, templates
 from .detect import SHELLS, basename, detect, is_vllm_image, serve_kind
 from ..knowledge.images import is_vllm_image as is_vllm_build     # any build (rocm/vllm-dev): its release
 from ..model.launch import (KUBEAI_VIA, AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef,
                      SourceFile, normalize_flag)
 from .yaml_edit import append_site, remove_item
 from .yaml_edit import content_end as yaml_edit_end
-from .yaml_source import YamlError, compose_all, iter_nodes, mask_templates, scalar_offsets
+from .yaml_source import YamlError, compose_all, get, iter_nodes, mask_templates, pair, scalar, scalar_offsets
 from ..model.lazyre import lazy_re
-
-
-def scan_shell(*args, **kwargs):
-    """shellscan.scan_shell, imported on first use: most manifests hold no shell script."""
-    from .shellscan import scan_shell as scan
-    return scan(*args, **kwargs)
-
-
-def split_words(*args, **kwargs):
-    from .shellscan import split_words as split
-    return split(*args, **kwargs)
+from . import embedded
+from .embedded import scan_shell, split_words     # shell in YAML: read through the door
 
 
 def _task_image(node: yaml.MappingNode) -> str | None:
@@ -79,36 +70,6 @@ def _mask_jinja_statements(text: str) -> tuple[str, list[tuple[int, int]]]:
 def _blank(text: str) -> str:
     return re.sub(r"[^\n]", " ", text)
 
-Pair = tuple[yaml.Node, yaml.Node]
-
-
-def get(node: yaml.Node, key: str) -> yaml.Node | None:
-    found = pair(node, key)
-    return found[1] if found else None
-
-
-def pair(node: yaml.Node, key: str, depth: int = 0) -> Pair | None:
-    """The (key, value) nodes of `key`, following `<<: *anchor` merge keys (compose, k8s)."""
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    merged = []
-    for k, v in node.value:
-        if isinstance(k, yaml.ScalarNode):
-            if k.value == key and k.tag != "tag:yaml.org,2002:merge":
-                return k, v
-            if k.value == "<<" and depth < 8:
-                merged.extend(v.value if isinstance(v, yaml.SequenceNode) else [v])
-    for m in merged:
-        found = pair(m, key, depth + 1)
-        if found:
-            return found
-    return None
-
-
-def scalar(node: yaml.Node | None) -> str | None:
-    return node.value if isinstance(node, yaml.ScalarNode) else None
-
-
 class YamlParser:
     def __init__(self, source: SourceFile):
         self.source = source
@@ -116,12 +77,17 @@ class YamlParser:
         self.pf = ParsedFile(source)
         self.templated: list[tuple[int, int]] = []
         self._ray = False
+        self.containers: dict[int, tuple] = {}     # id(container node) -> (image, env): ConfigMap scripts
 
     def parse(self) -> ParsedFile:
         text = self.text
         jinja: list[tuple[int, int]] = []
+        terraform = None
         if JINJA_NAME_RE().search(self.source.path.name):
             text, jinja = _mask_jinja_statements(text)
+        elif templates.engine_of(self.source.path.name) == "terraform" and ("${" in text or "%{" in text):
+            text, jinja = templates.mask(text, "terraform", "yaml")     # `%{ for }` blank, `${x}` a placeholder
+            terraform = (text, jinja)
         masked, self.templated = mask_templates(text)
         self.templated = sorted(self.templated + jinja)
         try:
@@ -150,6 +116,9 @@ class YamlParser:
                 self._compose(doc, index)
             else:
                 self._k8s(doc, index)
+        configmap_scripts.read(self, docs)         # after every pod: the one that mounts a script gives it its image
+        if terraform:
+            templates.restore_launches(self.pf.launches, terraform[0], self.text, terraform[1])
         if self.templated:
             self.pf.notes.append(f"{len(self.templated)} Go template action(s) read as placeholders")
         return self.pf
@@ -596,6 +565,7 @@ class YamlParser:
         self._anchor = (node.start_mark.index, node.start_mark.index)
         context, group = f"container {name} ({owner})", f"{self.source.display}#{index}:{owner}:{name}"
         env = self.env_entries(node, f"env of container {name}")
+        self.containers[id(node)] = (image, env)
         env_from = []
         for item in self.argv_nodes(get(node, "envFrom")):
             ref = scalar(get(get(item, "configMapRef") or item, "name"))
@@ -782,3 +752,12 @@ def _looks_like_vllm_args(values: list[str]) -> bool:
 
 def parse_yaml(source: SourceFile) -> ParsedFile:
     return YamlParser(source).parse()
+
+
+def _embedded(view: SourceFile, start: int, end: int, inherited) -> ParsedFile:
+    """yaml written inside another file (a heredoc, a ConfigMap entry): read in place (parsers/embedded.py)."""
+    view.kind = "k8s"
+    return parse_yaml(view)
+
+
+embedded.register("yaml", _embedded)

@@ -1,0 +1,78 @@
+"""Terraform and Jinja templates of YAML, shell and Python (parsers/templates.py): read as the
+file they render, directives blank, interpolations known at run time."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vllmlint.lint.discovery import classify
+from vllmlint.lint.project import parse_source
+from vllmlint.model.launch import SourceFile
+from vllmlint.parsers import templates
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def source(case: str, name: str, kind: str) -> SourceFile:
+    path = ROOT / "fixtures/VL302" / case / "input" / name
+    return SourceFile(path, name, path.read_text(), kind)
+
+
+def argv(launch) -> list[tuple[str, bool]]:
+    return [(a.value, a.dynamic) for a in launch.argv]
+
+
+def test_mask_keeps_length_and_escapes():
+    text = 'a %{ for x in xs ~}\n${x} $${HOME} %%{ no } ${f({a = "}"})}\n%{ endfor }'
+    masked, spans = templates.mask(text, "terraform", "shell")
+    assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
+    assert [text[s:e] for s, e in spans] == ["%{ for x in xs ~}", "${x}", '${f({a = "}"})}', "%{ endfor }"]
+    assert "$${HOME}" in masked and "%%{ no }" in masked
+
+
+def test_jinja_spans():
+    d, i = templates.spans("{# c #}{% if a %}x {{ b }}{% endif %}", "jinja")
+    assert d == [(0, 7), (7, 17), (26, 37)] and i == [(19, 26)]
+
+
+def test_terraform_shell_template_glued_flag_is_dynamic_literal_flags_are_not():
+    [launch] = parse_source(source("terraform-template-shell", "start-vllm.sh.tftpl", "shell")).launches
+    got = dict(argv(launch))
+    assert got["--tensor-parallel-size=${tp}"] is True
+    assert got["${model}"] is True
+    assert got["--max-model-len"] is False and got["8192"] is False
+    assert got["--enable-mamba-fine-grained-prefix-cache"] is False
+    assert launch.line == 6
+
+
+def test_jinja_python_template_values_as_written():
+    [launch] = parse_source(source("jinja-template-python", "serve.py.j2", "python")).launches
+    assert argv(launch)[2:] == [("{{ model }}", True), ("--max-model-len={{ max_len }}", True),
+                                ("--enable-mamba-fine-grained-prefix-cache", False)]
+
+
+def test_jinja_shell_template():
+    [launch] = parse_source(source("jinja-template-shell", "start.sh.j2", "shell")).launches
+    assert ("--port={{ port }}", True) in argv(launch)
+    assert ("{{ tp }}", True) in argv(launch)
+
+
+def test_terraform_cloud_init_yaml():
+    [launch] = parse_source(source("terraform-template-cloud-init", "cloud-init.yaml.tftpl", "yaml")).launches
+    assert launch.image == "vllm/vllm-openai:${vllm_version}"
+    assert ("${model}", True) in argv(launch)
+
+
+@pytest.mark.parametrize("name, head, kind", [
+    ("start-vllm.sh.tftpl", b"exec vllm serve ${model}\n", "shell"),
+    ("serve.py.j2", b"import subprocess\nsubprocess.run(['vllm', 'serve'])\n", "python"),
+    ("user-data.tftpl", b"#cloud-config\nruncmd:\n  - docker run vllm/vllm-openai:${v}\n", "yaml"),
+    ("compose.yml.jinja", b"services:\n  vllm:\n    image: vllm/vllm-openai\n", "yaml"),
+    ("app.py.jinja2", b"from ray.serve.llm import LLMConfig\n", "python"),
+    ("_helpers.tpl", b'{{- define "vllm.name" -}}\nvllm\n{{- end }}\n', None),     # a Helm partial
+    ("start.sh.tftpl", b"exec sglang serve ${model}\n", None),                     # no way vLLM starts
+    ("notes.txt.j2", b"vllm serve {{ model }}\n", None),                            # a text, no script
+])
+def test_discovery_reads_templates_by_inner_kind(name, head, kind):
+    assert classify(Path(name), head) == kind
