@@ -81,12 +81,19 @@ class Project:
         return [pf.source for pf in self.files] + self.others
 
 
+def gate(source: SourceFile) -> str | None:
+    """Why `source` is not parsed at all (its text has no marker of a launch), else None."""
+    if source.kind == "python" and "vllm" not in source.text and "proxy" not in source.text \
+            and "kv_transfer_params" not in source.text:
+        return "python: no marker of a launch in its text (`vllm`, or a P/D proxy's `proxy`/`kv_transfer_params`)"
+    return None
+
+
 def parse_source(source: SourceFile) -> ParsedFile | None:
     parse = parser_for(source.kind)
     if parse is None:
         return None
-    if source.kind == "python" and "vllm" not in source.text and "proxy" not in source.text \
-            and "kv_transfer_params" not in source.text:
+    if gate(source) is not None:
         return ParsedFile(source)          # not a vLLM launcher nor a P/D proxy app: nothing to parse
     return parse(source)
 

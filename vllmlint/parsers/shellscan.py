@@ -451,6 +451,8 @@ class _Scanner:
                     found = found or len(self.out.launches) > n
             if found:
                 return
+        if rhead in PRINTERS:
+            return      # `printf '%q ' "${CMD[@]}"`, `echo vllm serve ...`: printing an argv runs nothing
         expanded = self._expand_arrays(words)
         expanded, notes = self._expand_vars(expanded)
         values = [w.value for w in expanded]

@@ -772,6 +772,8 @@ def _image_may_be_vllm(image: str | None) -> bool:
     if not image:
         return True
     text = image.strip()
+    if is_vllm_build(text) and not is_vllm_image(text):
+        return False        # a vLLM build whose entrypoint is a shell (`rocm/vllm-dev`): args are its command
     return "$" in text or "{{" in text or "vllm" in text.lower()
 
 
