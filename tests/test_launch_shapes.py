@@ -281,3 +281,59 @@ def test_verbose_explains_only_named_files(tmp_path):
     assert "no launch" not in result.output
     result = CliRunner().invoke(main, ["launches", "--explain", str(tmp_path / "d")], catch_exceptions=False)
     assert "a.sh: no launch: shell: 1 command read, none runs vLLM; the file never mentions vLLM" in result.output
+
+
+# -- Helm charts with local dependencies ------------------------------------------------------------
+LIBRARY = """\
+{{- define "common.vllm.container" -}}
+- name: vllm
+  image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+  command: ["vllm", "serve", {{ .Values.model | quote }}]
+  args:
+  {{- range .Values.extraArgs }}
+  - {{ . | quote }}
+  {{- end }}
+{{- end -}}
+"""
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  template:
+    spec:
+      containers:
+        {{- include "common.vllm.container" . | nindent 8 }}
+"""
+
+
+def local_dependency_chart(root: Path) -> None:
+    (root / "common/templates").mkdir(parents=True)
+    (root / "app/templates").mkdir(parents=True)
+    (root / "common/Chart.yaml").write_text("apiVersion: v2\nname: common\ntype: library\nversion: 0.1.0\n")
+    (root / "common/templates/_vllm.tpl").write_text(LIBRARY)
+    (root / "app/Chart.yaml").write_text("apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n"
+                                         "  - name: common\n    version: 0.1.0\n    repository: file://../common\n")
+    (root / "app/values.yaml").write_text("image:\n  repository: vllm/vllm-openai\n  tag: v0.29.0\n"
+                                          "model: Qwen/Qwen2.5-0.5B\nextraArgs:\n  - --disable-log-requests\n")
+    (root / "app/templates/deployment.yaml").write_text(DEPLOYMENT)
+
+
+def test_a_chart_with_a_local_dependency_is_rendered_with_it(tmp_path):
+    from vllmlint.parsers import helm
+
+    if helm.engine() is None:
+        pytest.skip("no Helm engine")
+    local_dependency_chart(tmp_path / "charts")
+    before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    candidates, _ = discover([str(tmp_path / "charts")])
+    project = load(candidates)           # renders each chart (parsers/helm.py expand_charts)
+    [launch] = project.launches
+    assert [a.value for a in launch.argv] == ["vllm", "serve", "Qwen/Qwen2.5-0.5B", "--disable-log-requests"]
+    assert launch.line == 4 and launch.file.path.name == "values.yaml"         # the model's line
+    notes = [n for pf in project.files for n in pf.notes]
+    assert "local dependencies rendered from the tree: common (common)" in notes
+    assert not any("not vendored" in n for n in notes)
+    # nothing written into the tree (the dependency is vendored in a temporary copy)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before

@@ -77,8 +77,64 @@ MODE_TEXT = {"binary": "rendered with the helm binary (`helm template`)",
                    "templates read with their actions masked"}
 
 
+def local_dependencies(root: Path) -> dict[str, Path]:
+    """Dependencies Chart.yaml names with a `file://` repository whose chart is in the tree and
+    not vendored under charts/ (`repository: file://../common`): name -> the chart's folder.
+    `helm dependency build` would copy them in; we render with them as it would (on a copy of
+    the chart, never writing into the tree)."""
+    try:
+        meta = yaml.safe_load((root / "Chart.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return {}
+    deps = meta.get("dependencies") if isinstance(meta, dict) else None
+    have = {p.name for p in (root / "charts").iterdir()} if (root / "charts").is_dir() else set()
+    out: dict[str, Path] = {}
+    for dep in deps if isinstance(deps, list) else ():
+        if not isinstance(dep, dict) or not isinstance(dep.get("name"), str):
+            continue
+        repo = dep.get("repository")
+        if not isinstance(repo, str) or not repo.startswith("file://"):
+            continue
+        name = dep["name"]
+        if any(h == name or h.startswith(name + "-") for h in have):
+            continue            # vendored: Helm reads that copy
+        folder = (root / repo[len("file://"):]).resolve()
+        if (folder / "Chart.yaml").is_file():
+            out[name] = folder
+    return out
+
+
+def _vendored_copy(root: Path, into: Path, depth: int = 0) -> Path:
+    """A copy of the chart at `root` under `into` with its local dependencies (recursively)
+    copied under charts/, as `helm dependency build` leaves it."""
+    target = into / root.name
+    shutil.copytree(root, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    if depth < 4:
+        for name, folder in local_dependencies(root).items():
+            (target / "charts").mkdir(exist_ok=True)
+            sub = _vendored_copy(folder, into / f".dep{depth}-{name}", depth + 1)
+            sub.rename(target / "charts" / name)
+    return target
+
+
 def render(root: Path, values: dict | None, name: str = "release", namespace: str = "default") -> dict[str, str]:
-    """Template path (`<chart>/templates/x.yaml`) -> rendered manifest. Raises RenderError."""
+    """Template path (`<chart>/templates/x.yaml`) -> rendered manifest. Raises RenderError.
+    A chart with local dependencies (`file://../common`, in the tree) is rendered from a
+    temporary copy with them vendored."""
+    local = local_dependencies(root)
+    if local:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="vllmlint-chart-") as tmp:
+            try:
+                copy = _vendored_copy(root, Path(tmp))
+            except OSError as err:
+                raise RenderError(f"local dependencies not copied: {err}") from None
+            return _render(copy, values, name, namespace)
+    return _render(root, values, name, namespace)
+
+
+def _render(root: Path, values: dict | None, name: str, namespace: str) -> dict[str, str]:
     kind = engine()
     if kind == "sdk":
         import helm_python as helm
@@ -258,6 +314,10 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
     by_path = {pf.source.path: i for i, pf in enumerate(files)}
     roots = sorted({pf.source.path.parent for pf in files if pf.source.path.name == "Chart.yaml"})
     roots = [r for r in roots if not any(o != r and r.is_relative_to(o / "charts") for o in roots)]
+    # a chart that another chart of the tree depends on (`file://../common`) is rendered as part
+    # of it, with its values, not alone
+    dependencies = {d for r in roots for d in local_dependencies(r).values()}
+    roots = [r for r in roots if r.resolve() not in dependencies]
     kind = engine()
     readonly: set[Path] = set()
     for root in roots:
@@ -266,6 +326,10 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
         chart_pf = files[by_path[root / "Chart.yaml"]] = replace(files[by_path[root / "Chart.yaml"]],
                                                                  notes=list(files[by_path[root / "Chart.yaml"]].notes))
         _missing_dependencies(root, chart_pf)
+        local = local_dependencies(root)
+        if local:
+            chart_pf.notes.append("local dependencies rendered from the tree: "
+                                  + ", ".join(f"{n} ({p.name})" for n, p in local.items()))
         if kind is None:
             chart_pf.notes.append("Helm chart " + MODE_TEXT[None])
             _prefer_values_shapes(files, root)
@@ -316,7 +380,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
             rendering = Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk,
                                   readonly={p for p in paths if p in readonly})
             for name, text in real.items():
-                tpl = root / name.split("/", 1)[1] if "/" in name else None
+                tpl = template_path(root, name, local)
                 if tpl is None or "vllm" not in text:
                     continue
                 vfile = SourceFile(tpl, f"{name} (rendered)", text, "k8s")
@@ -349,7 +413,8 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
         # the masked (or values-shape) reading found
         for i, pf in enumerate(files):
             path = pf.source.path
-            if (path.is_relative_to(root) or path in used) and pf.source.kind in ("yaml", "k8s", "compose"):
+            if (path.is_relative_to(root) or path in used or any(path.is_relative_to(d) for d in local.values())) \
+                    and pf.source.kind in ("yaml", "k8s", "compose"):
                 new = ParsedFile(pf.source, notes=[n for n in pf.notes if "Go template action" not in n])
                 new.launches = out_launches.get(path, [])
                 new.env = [e for l in new.launches for e in l.env]
@@ -358,6 +423,18 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
             f"Helm chart {MODE_TEXT[kind]} with {len(done)} values set(s): "
             + "; ".join(" + ".join(p.name for p in ps) for ps in done))
     return renderings
+
+
+def template_path(root: Path, name: str, local: dict[str, Path]) -> Path | None:
+    """The file in the tree a rendered manifest comes from (`mine/templates/d.yaml`); a local
+    dependency's (`mine/charts/common/templates/x.yaml`) is in that dependency's own folder."""
+    if "/" not in name:
+        return None
+    rel = name.split("/", 1)[1]
+    parts = rel.split("/")
+    if len(parts) > 2 and parts[0] == "charts" and parts[1] in local:
+        return local[parts[1]].joinpath(*parts[2:])
+    return root / rel
 
 
 def _missing_dependencies(root: Path, chart_pf) -> None:
@@ -372,7 +449,8 @@ def _missing_dependencies(root: Path, chart_pf) -> None:
         return
     charts = root / "charts"
     have = {p.name for p in charts.iterdir()} if charts.is_dir() else set()
-    missing = [d.get("name") for d in deps if isinstance(d, dict) and d.get("name")
+    local = local_dependencies(root)
+    missing = [d.get("name") for d in deps if isinstance(d, dict) and d.get("name") and d.get("name") not in local
                and not any(h == d["name"] or h.startswith(d["name"] + "-") for h in have)]
     if missing:
         chart_pf.notes.append(f"dependencies not vendored under charts/ (not fetched): {', '.join(missing)}")
