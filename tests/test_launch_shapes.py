@@ -337,3 +337,35 @@ def test_a_chart_with_a_local_dependency_is_rendered_with_it(tmp_path):
     assert not any("not vendored" in n for n in notes)
     # nothing written into the tree (the dependency is vendored in a temporary copy)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before
+
+
+def test_a_values_file_named_the_other_way_round_is_a_rendering_of_its_own(tmp_path):
+    from vllmlint.parsers import helm
+
+    (tmp_path / "values.yaml").write_text("a: 1\n")
+    for name in ("gaudi-values.yaml", "cpu.values.yaml", "values-prod.yaml", "myvalues.yaml", "values.yaml.bak"):
+        (tmp_path / name).write_text("a: 2\n")
+    assert [p.name for p in helm.sibling_values(tmp_path)] == ["cpu.values.yaml", "gaudi-values.yaml",
+                                                                "values-prod.yaml"]
+
+
+def test_a_template_that_validates_a_value_still_renders_the_markers(tmp_path):
+    """`fail` unless a value is one of a few words: that value renders as itself, the others
+    keep their provenance (OPEA's `Invalid RETRIEVER_BACKEND`)."""
+    from vllmlint.parsers import helm
+
+    if helm.engine() is None:
+        pytest.skip("no Helm engine")
+    root = tmp_path / "chart"
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (root / "templates/d.yaml").write_text(
+        '{{- if not (has .Values.backend (list "redis" "milvus")) }}{{ fail (printf "Invalid BACKEND: %s" '
+        '.Values.backend) }}{{- end }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n'
+        'data: {b: {{ .Values.backend | quote }}, m: {{ .Values.model | quote }}}\n')
+    text = "backend: redis\nmodel: Qwen/Qwen2.5-0.5B\n"
+    vs = helm.load_values([(root / "values.yaml", text)])
+    marked = helm.render_marked(root, vs, None)["c/templates/d.yaml"]
+    assert 'b: "redis"' in marked
+    [origin] = helm.find_value(marked, vs, "Qwen/Qwen2.5-0.5B")
+    assert origin.path == "model" and origin.line == 2

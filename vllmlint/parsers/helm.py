@@ -38,10 +38,12 @@ def chart_root(path: Path) -> Path | None:
 
 
 def sibling_values(root: Path) -> list[Path]:
-    """Values files beside the chart's values.yaml (`values-prod.yaml`, `values.global.yaml`):
-    each one is a rendering of its own, on top of values.yaml (as Helm's `-f`)."""
+    """Values files beside the chart's values.yaml (`values-prod.yaml`, `values.global.yaml`, and
+    named the other way round, `gaudi-values.yaml`, `cpu.values.yaml`): each one is a rendering of
+    its own, on top of values.yaml (as Helm's `-f`)."""
     return sorted(p for p in root.iterdir()
-                  if p.is_file() and re.fullmatch(r"values[-.].+\.ya?ml", p.name) and p.name != "values.yaml")
+                  if p.is_file() and re.fullmatch(r"values[-.].+\.ya?ml|.+[-.]values\.ya?ml", p.name)
+                  and p.name != "values.yaml")
 
 
 def engine() -> str | None:
@@ -297,6 +299,30 @@ def render_values(root: Path, values: dict, disk_values: str | None = None) -> d
     return render(root, values)
 
 
+def render_marked(root: Path, vs: ValuesSet, disk_values: str | None, tries: int = 8) -> dict[str, str]:
+    """The marker rendering. A template that validates a value (`{{ fail (printf "Invalid
+    BACKEND: %s" .Values.backend) }}` unless it is one of a few words) refuses its marker: that
+    value is rendered as itself (its provenance is lost, the rest is kept) and Helm runs again."""
+    for _ in range(tries):
+        try:
+            return render_values(root, vs.marked, disk_values)
+        except RenderError as err:
+            ids = {int(i) for i in MARKER_RE.findall(str(err))}
+            if not ids:
+                raise
+            vs.marked = _unmark(vs.marked, {f"zqx{i}zq": vs.origins[i].node.value for i in ids
+                                            if 0 <= i < len(vs.origins)})
+    return render_values(root, vs.marked, disk_values)
+
+
+def _unmark(value, real: dict[str, str]):
+    if isinstance(value, dict):
+        return {k: _unmark(v, real) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unmark(v, real) for v in value]
+    return real.get(value, value) if isinstance(value, str) else value
+
+
 def expand_charts(files: list, problems: list, helm_values: dict | None = None) -> list[Rendering]:
     """Replace the masked reading of each chart's templates and values with the launches of its
     rendering: argv tokens and env entries that come from a values file carry that file's spans
@@ -314,10 +340,6 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
     by_path = {pf.source.path: i for i, pf in enumerate(files)}
     roots = sorted({pf.source.path.parent for pf in files if pf.source.path.name == "Chart.yaml"})
     roots = [r for r in roots if not any(o != r and r.is_relative_to(o / "charts") for o in roots)]
-    # a chart that another chart of the tree depends on (`file://../common`) is rendered as part
-    # of it, with its values, not alone
-    dependencies = {d for r in roots for d in local_dependencies(r).values()}
-    roots = [r for r in roots if r.resolve() not in dependencies]
     kind = engine()
     readonly: set[Path] = set()
     for root in roots:
@@ -368,7 +390,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
             try:
                 vs = load_values([(p, srcs[p].text) for p in paths])
                 real = render_values(root, vs.real, disk)
-                marked = render_values(root, vs.marked, disk)
+                marked = render_marked(root, vs, disk)
             except Exception as err:
                 why = " ".join(str(err).split()) or type(err).__name__
                 chart_pf.notes.append(f"Helm rendering with {', '.join(p.name for p in paths)} failed: "
@@ -413,8 +435,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
         # the masked (or values-shape) reading found
         for i, pf in enumerate(files):
             path = pf.source.path
-            if (path.is_relative_to(root) or path in used or any(path.is_relative_to(d) for d in local.values())) \
-                    and pf.source.kind in ("yaml", "k8s", "compose"):
+            if (path.is_relative_to(root) or path in used) and pf.source.kind in ("yaml", "k8s", "compose"):
                 new = ParsedFile(pf.source, notes=[n for n in pf.notes if "Go template action" not in n])
                 new.launches = out_launches.get(path, [])
                 new.env = [e for l in new.launches for e in l.env]
