@@ -369,3 +369,11 @@ def test_a_template_that_validates_a_value_still_renders_the_markers(tmp_path):
     assert 'b: "redis"' in marked
     [origin] = helm.find_value(marked, vs, "Qwen/Qwen2.5-0.5B")
     assert origin.path == "model" and origin.line == 2
+
+
+def test_vllms_api_server_copied_into_a_vllm_build_is_a_launch(tmp_path):
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: s\n"
+           "      image: IMAGE\n      command: [python3, /workspace/api_server.py]\n      args: [--model, m]\n")
+    [launch] = found(tmp_path, "a.yaml", pod.replace("IMAGE", "opea/vllm-rocm:latest"))
+    assert launch.kind == "api-server" and launch.options_start == 2
+    assert found(tmp_path, "b.yaml", pod.replace("IMAGE", "python:3.12")) == []

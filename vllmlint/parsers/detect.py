@@ -162,6 +162,21 @@ def _python_module(words: list[str], i: int) -> Detected | None:
     return None
 
 
+def copied_server(words: list[str], image: str | None) -> Detected | None:
+    """`python3 /workspace/api_server.py ARGS` in a vLLM build: vLLM's OpenAI server module copied
+    into the image as a script (OPEA's ROCm build copies vllm/entrypoints/openai/api_server.py to
+    /workspace/api_server.py and runs it). Only beside an image the table names vLLM's: a script
+    of that name anywhere else is somebody's own server."""
+    from ..knowledge.images import is_vllm_image as vllm_build
+
+    if not image or not vllm_build(TEMPLATE_ACTION_RE().sub("x", image)):
+        return None
+    for i, word in enumerate(words[:3]):
+        if PYTHON_RE.match(word) and i + 1 < len(words) and basename(words[i + 1]) == "api_server.py":
+            return Detected(API_SERVER, i, i + 2, f"python {words[i + 1]} (vLLM's api_server, copied into the image)")
+    return None
+
+
 PD_ROUTER_OPTION_RE = lazy_re(r"^--(?:prefill|prefiller|decode|decoder)(?:[-_](?:hosts?|ports?|urls?|endpoints?|addr(?:ess)?))?(?:=|$)")
 
 
