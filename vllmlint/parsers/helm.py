@@ -542,7 +542,20 @@ def _real_images(marked: str, vs: ValuesSet) -> str:
         origin = vs.origin(m.group(1))
         return origin.node.value if origin is not None else m.group(0)
 
-    return IMAGE_LINE.sub(lambda m: m.group(1) + MARKER_RE.sub(real, m.group(2)), marked)
+    marked = IMAGE_LINE.sub(lambda m: m.group(1) + MARKER_RE.sub(real, m.group(2)), marked)
+
+    # the program words of a command written in the values (`extraCmd.command: [python3,
+    # /workspace/api_server.py]`): detection reads them, so they are restored too (they are
+    # never edited; the flags after them keep their provenance)
+    def program(m: re.Match) -> str:
+        origin = vs.origin(m.group(1))
+        value = origin.node.value if origin is not None else ""
+        return value if PROGRAM_WORD.fullmatch(value) else m.group(0)
+
+    return MARKER_RE.sub(program, marked)
+
+
+PROGRAM_WORD = re.compile(r"(?:\S*/)?(?:python[\d.]*|vllm|uv|uvx)|serve|launch|-m|vllm(?:\.\w+)+|\S+\.py")
 
 
 def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item, append_site,
