@@ -377,3 +377,6 @@ def test_vllms_api_server_copied_into_a_vllm_build_is_a_launch(tmp_path):
     [launch] = found(tmp_path, "a.yaml", pod.replace("IMAGE", "opea/vllm-rocm:latest"))
     assert launch.kind == "api-server" and launch.options_start == 2
     assert found(tmp_path, "b.yaml", pod.replace("IMAGE", "python:3.12")) == []
+    [launch] = found(tmp_path, "c.sh", "docker run opea/vllm-rocm:latest python3 /workspace/api_server.py --model m\n")
+    assert launch.kind == "api-server"
+    assert found(tmp_path, "d.sh", "docker run python:3.12 python3 /workspace/api_server.py --model m\n") == []

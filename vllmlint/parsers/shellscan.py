@@ -11,7 +11,8 @@ import re
 from collections.abc import Sequence
 from ..model.record import field, record
 
-from .detect import SHELLS, ContainerRun, basename, container_run, detect, is_vllm_image, serve_kind, strip_transport
+from .detect import (SHELLS, ContainerRun, basename, container_run, copied_server, detect, is_vllm_image,
+                     serve_kind, strip_transport)
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run
 from .shell_lex import ArrayAssign, SimpleCommand, Word, commands, exclusive
 from ..model.lazyre import lazy_re
@@ -539,7 +540,7 @@ class _Scanner:
             if script is not None:
                 self._nested(script, env, in_eval=self.in_eval, image=image_value, via=via)
                 return
-        det = detect(prog_values)
+        det = detect(prog_values) or copied_server(prog_values, image)
         if det is not None and (det.start == 0 or run.entrypoint is None):
             start = det.start
             argv = [self.arg(w) for w in prog_words[start:]]
