@@ -269,6 +269,18 @@ def test_explain_names_the_wrapper_and_the_proxy(tmp_path):
                     "forwards (both prefill and decode addresses, or one of vLLM's reference proxies)")
 
 
+def test_explain_says_what_the_python_reader_saw(tmp_path):
+    text = """
+        \"\"\"Client for a server started with vllm serve m.\"\"\"
+        import subprocess
+        subprocess.run(["llmctl", "--engine", "vllm", "serve", "--port", "8000"])
+    """
+    assert explain(tmp_path, {"c.py": text}, "--explain") == [
+        "c.py: no launch: python: parsed, no call starts vLLM: line 1: `Client for a server ...`: prose: the words "
+        "around it are a sentence, not a command; line 3: `llmctl --engine vllm serve ...`: `--engine vllm` names "
+        "the engine a wrapper drives; `serve` is the wrapper's"]
+
+
 def test_explain_is_silent_on_files_with_a_launch(tmp_path):
     lines = explain(tmp_path, {"ok.sh": "vllm serve m\n"}, "--explain")
     assert lines and all("no launch" not in l for l in lines)

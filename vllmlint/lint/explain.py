@@ -107,7 +107,9 @@ def _shell(source: SourceFile) -> str:
         return "shell: could not be read"
     reasons = [r for c in cmds if (r := command_reason([w.value for w in c.words]))]
     head = f"shell: {len(cmds)} command{'s' if len(cmds) != 1 else ''} read, none runs vLLM"
-    return head + (": " + _cap(reasons) if reasons else _mentions(source))
+    if reasons:
+        return head + ": " + _cap(reasons)
+    return head + _mentions(source)
 
 
 def _yaml(source: SourceFile) -> str:
@@ -153,7 +155,9 @@ def _yaml(source: SourceFile) -> str:
     named = ", ".join(k for k in dict.fromkeys(kinds) if k)
     head = (f"yaml: {len(docs)} document{'s' if len(docs) != 1 else ''}" + (f" ({named})" if named else "")
             + f", {containers} container{'s' if containers != 1 else ''} read, none runs vLLM")
-    return head + (": " + _cap(reasons) if reasons else _mentions(source))
+    if reasons:
+        return head + ": " + _cap(reasons)
+    return head + _mentions(source)
 
 
 def _dockerfile(source: SourceFile) -> str:
@@ -169,9 +173,31 @@ def _dockerfile(source: SourceFile) -> str:
 
 
 def _python(source: SourceFile) -> str:
-    return ("python: parsed, no call starts vLLM (an argv list or command string naming `vllm serve` or a "
-            "server module, vLLM's engine classes, a container SDK run of a vLLM image, Ray Serve's "
-            "LLMConfig)" + _mentions(source))
+    head = ("python: parsed, no call starts vLLM (an argv list or command string naming `vllm serve` or a "
+            "server module, vLLM's engine classes, a container SDK run of a vLLM image, Ray Serve's LLMConfig)")
+    reasons = []
+    import ast
+
+    try:
+        tree = ast.parse(source.text)
+    except (SyntaxError, ValueError):
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        # argv lists of literal strings, and strings that read like a command line
+        if isinstance(node, (ast.List, ast.Tuple)) and node.elts and \
+                all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            words = [e.value for e in node.elts]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "vllm" in node.value.lower() \
+                and " " in node.value.strip():
+            words = node.value.split()
+        else:
+            continue
+        why = command_reason(words)
+        if why:
+            reasons.append(f"line {node.lineno}: {why}")
+    if reasons:
+        return "python: parsed, no call starts vLLM: " + _cap(reasons)
+    return head + _mentions(source)
 
 
 def _mentions(source: SourceFile) -> str:
