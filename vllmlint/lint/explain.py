@@ -20,6 +20,7 @@ from pathlib import Path
 from ..model.launch import SourceFile
 
 MAX_REASONS = 3        # examples per file; the rest are counted
+VLLM_WORD = re.compile(r"(?<![\w.:/-])vllm(?![\w:/-])", re.I)    # `vllm serve`, `vllm.entrypoints`
 
 
 def not_read(path: str) -> str:
@@ -63,7 +64,9 @@ def command_reason(values: list[str]) -> str | None:
     if not values:
         return None
     shown = f"`{_short(values)}`"
-    near = any("vllm" in v.lower() for v in values)
+    # near a launch: the program word `vllm` or a vLLM module (`vllm-router-service`, a metric
+    # named `vllm:...` or a file `vllm_grafana.json` are not)
+    near = any(basename(v) == "vllm" or v.startswith("vllm.") for v in values)
     if basename(values[0]) in PRINTERS:
         return f"{shown} prints its arguments, runs nothing" if near else None
     if detect(values) is not None:
@@ -73,6 +76,8 @@ def command_reason(values: list[str]) -> str | None:
         image = strip_transport(run.image_text if run.image_text is not None else values[run.image])
         args = values[run.args_start:]
         if not vllm_build(image) and not is_vllm_image(image):
+            if "$" in image:
+                return f"{shown}: image {image} is chosen at run time and its name does not say vLLM"
             return f"{shown}: image {image} is not vLLM's"
         if run.entrypoint is not None or run.runs_command or args and not args[0].startswith("-"):
             return f"{shown}: image {image} is vLLM's, but the program it is given starts no vLLM"
@@ -187,8 +192,8 @@ def _python(source: SourceFile) -> str:
         if isinstance(node, (ast.List, ast.Tuple)) and node.elts and \
                 all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
             words = [e.value for e in node.elts]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "vllm" in node.value.lower() \
-                and " " in node.value.strip():
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and " " in node.value.strip() \
+                and VLLM_WORD.search(node.value):
             words = node.value.split()
         else:
             continue
