@@ -56,7 +56,7 @@ class Deprecated(Rule):
         module = "vllm.entrypoints.openai.api_server"
         module_info = cat.deprecated_modules.get(module)
         for launch in project.launches if module_info else ():
-            if launch.kind == API_SERVER and is_vllm(launch):
+            if launch.kind == API_SERVER and module in launch.program and is_vllm(launch):
                 yield self.finding(launch.file, launch.span,
                                    f"`python -m {module}` is deprecated in vLLM {t}: use `vllm serve MODEL`",
                                    detail=f"It may be removed in a later release ({module_info['at']}).")

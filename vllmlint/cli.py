@@ -165,8 +165,11 @@ def check(paths, fmt, fix, diff, unsafe_fixes, select, ignore, target_version, t
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--values", "values_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="A Helm values file rendered on top of each chart's values.yaml (repeatable, as `helm -f`).")
+@click.option("--explain", is_flag=True,
+              help="For every file read or named that holds no launch, say why: the gate it failed "
+                   "(kind not recognised, no marker) or what its reader saw (`-v` does it for named files).")
 @VERBOSE
-def launches(paths, fmt, values_files, verbose):
+def launches(paths, fmt, values_files, explain, verbose):
     """List every vLLM launch found, with its argv and environment."""
     if verbose:
         show_engine_log()
@@ -197,6 +200,11 @@ def launches(paths, fmt, values_files, verbose):
                        + (f"  [the engine of line {row['alternative_of']}, in an exclusive branch]"
                           if row["alternative_of"] else "")
                        + ("" if row["count"] == 1 else f"  [x{row['count'] or '?'}: started in a loop]"))
+    if explain or verbose:
+        from .lint.explain import explanations
+
+        for line in explanations(list(paths) or ["."], candidates, project, every=explain):
+            click.echo(line, err=fmt == "json")
     from .lint.report import problem_line, run_error
 
     problems = _problems(project.problems, verbose)

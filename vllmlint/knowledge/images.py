@@ -19,6 +19,8 @@ from ..model.lazyre import lazy_re
 
 # Image paths (without registry) that are builds of vLLM's OpenAI server. Globs, matched whole.
 BUILTIN_VLLM_IMAGES = (
+    "vllm-openai",                     # a local build of vLLM's Dockerfile (`docker build -t vllm-openai`)
+    "vllm-openai-*",
     "vllm/vllm-openai",
     "vllm/vllm-openai-*",              # vllm-openai-cpu, -rocm, ...
     "vllm/vllm-tpu",
@@ -35,6 +37,38 @@ BUILTIN_VLLM_IMAGES = (
     "intel/vllm",
     "intelanalytics/ipex-llm-serving-xpu-vllm*",
     "vllm-project/*",
+)
+
+# The builds among those whose entrypoint is vLLM's OpenAI server (`vllm serve`, or the
+# api_server module in older tags): a container of one given only arguments (`podman run IMAGE
+# --model M`, compose `command: --model M`, a pod's `args:`) hands them to vLLM, so it is a launch
+# whatever the runner. The other builds start a shell or a script of their own (`rocm/vllm-dev`,
+# `vllm/vllm-tpu`, Intel's XPU images): given no command they start no vLLM. Decided per build:
+#   * vllm-cpu-release-repo: vLLM's CPU release, Dockerfile.cpu's `vllm-openai` target;
+#   * opea/vllm, opea/vllm-gaudi, ...: OPEA's vLLM builds (vLLM's Dockerfile.cpu, HabanaAI's fork
+#     for Gaudi); OPEA's own compose files give them engine arguments only
+#     (`command: --model $LLM_MODEL_ID --host 0.0.0.0 --port 80`);
+#   * `vllm-openai`, `vllm-openai-*` without a namespace: a local build of vLLM's Dockerfile.
+SERVER_ENTRYPOINT_IMAGES = (
+    "vllm-openai",
+    "vllm-openai-*",
+    "vllm/vllm-openai",
+    "vllm/vllm-openai-*",
+    "*/vllm-openai",
+    "*/vllm-openai-*",
+    "*vllm-cpu-release-repo",
+    "*vllm-cpu-release-repo/*",
+    "lmcache/vllm-openai",
+    "opea/vllm",
+    "opea/vllm-*",
+)
+
+# vLLM builds whose tags number their maker's releases, not vLLM's (OPEA's `opea/vllm:1.3`,
+# `opea/vllm-gaudi:1.22.0`): such a tag names the build, never the vLLM release it runs, and is
+# never bumped to one. (Plugin images below are the same: their tags are the plugin's versions.)
+FOREIGN_TAG_IMAGES = (
+    "opea/vllm",
+    "opea/vllm-*",
 )
 
 # Images of vLLM with a platform or model plugin that adds its own flags to `vllm serve`
@@ -109,6 +143,26 @@ def is_vllm_image(text: str | ImageRef | None, extra: tuple[str, ...] = ()) -> b
     if any(fnmatchcase(ref.path, pattern) for pattern in BUILTIN_VLLM_IMAGES):
         return True
     return any(fnmatchcase(ref.path, p) or fnmatchcase(ref.name, p) for p in extra)
+
+
+def serves_engine_args(text: str | ImageRef | None) -> bool:
+    """True when the image's own entrypoint is vLLM's OpenAI server: a container of it given only
+    arguments (no command) is `vllm serve ARGS` (SERVER_ENTRYPOINT_IMAGES)."""
+    ref = text if isinstance(text, ImageRef) else parse_image(text)
+    if ref is None:
+        return False
+    return any(fnmatchcase(ref.path, pattern) for pattern in SERVER_ENTRYPOINT_IMAGES)
+
+
+def tag_is_vllm_release(text: str | ImageRef | None) -> bool:
+    """False when the image's tags number another project's releases (FOREIGN_TAG_IMAGES, a
+    plugin image): its tag says nothing of the vLLM release inside."""
+    ref = text if isinstance(text, ImageRef) else parse_image(text)
+    if ref is None:
+        return False
+    if any(fnmatchcase(ref.path, pattern) for pattern in FOREIGN_TAG_IMAGES):
+        return False
+    return not any(fnmatchcase(ref.path, glob) or fnmatchcase(ref.name, glob) for glob in PLUGIN_IMAGES)
 
 
 _TAG_RE = lazy_re(r"^(?P<v>v?)(?P<x>\d+)\.(?P<y>\d+)\.(?P<z>\d+)(?P<n>(?:\.\d+|\.post\d+)?)(?P<variant>-[\w.\-]+)?$")

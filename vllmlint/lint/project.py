@@ -86,11 +86,19 @@ class Project:
         return [pf.source for pf in self.files] + self.others
 
 
+def gate(source: SourceFile) -> str | None:
+    """Why `source` is not parsed at all (its text has no marker of a launch), else None."""
+    if source.kind == "python" and not may_launch(source.text, "python"):
+        return ("python: no marker of a launch in its text (knowledge/launchers.py: vLLM, Ray Serve LLM, "
+                "a P/D proxy's `kv_transfer_params`)")
+    return None
+
+
 def parse_source(source: SourceFile) -> ParsedFile | None:
     parse = parser_for(source.kind)
     if parse is None:
         return None
-    if source.kind == "python" and not may_launch(source.text, "python"):
+    if gate(source) is not None:
         return ParsedFile(source)          # no way of starting vLLM shows, nor a P/D proxy app: nothing to parse
     if source.kind in ("shell", "python") and engine_of(source.path.name):
         return read_template(source, source.kind)    # a Terraform or Jinja template of a script

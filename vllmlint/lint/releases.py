@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..knowledge.images import is_vllm_image, parse_image, parse_tag
+from ..knowledge.images import is_vllm_image, parse_image, parse_tag, tag_is_vllm_release
 from ..knowledge.versions import fmt
 from ..model.launch import KUBEAI_VIA, Launch
 from ..model.lazyre import lazy_re
@@ -49,7 +49,7 @@ def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) ->
     ref = parse_image(image)
     if ref is None or not is_vllm_image(ref, extra_images):
         return None
-    tag = parse_tag(ref.tag)
+    tag = parse_tag(ref.tag) if tag_is_vllm_release(ref) else None     # `opea/vllm-gaudi:1.22.0`: OPEA's
     if tag is not None and tag.version is not None:
         return tag.version
     m = EMBEDDED_RELEASE_RE().search(ref.tag or "")
@@ -64,6 +64,8 @@ def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> st
         return ""
     if release_from_image(image, extra_images) is not None or "$" in ref.tag or "{" in ref.tag:
         return ""
+    if not tag_is_vllm_release(ref):
+        return f"image {image}: its tag numbers the build's own releases, not vLLM's"
     return f"image {image}: its tag names no vLLM release"
 
 

@@ -12,6 +12,8 @@ from ..model.record import record
 
 from ..model.launch import API_SERVER, OTHER, PROXY, RENDER, SERVE, TOKENS_ONLY, normalize_flag
 from ..model.lazyre import lazy_re
+from ..knowledge.entrypoints import server_module
+from ..knowledge.images import serves_engine_args
 
 # vLLM's reference routers; the multi-turn one is the subject of VL101.
 REFERENCE_PROXIES = {
@@ -26,11 +28,6 @@ VALIDATING_ROUTERS = {
     "vllmlint router": "validating",
     "python -m vllmlint.router": "validating",
 }
-VLLM_IMAGE_RE = lazy_re(
-    # vLLM's OpenAI server image and its mirrors and variants (`quay.io/x/vllm-openai`,
-    # `lmcache/vllm-openai`, `vllm/vllm-openai-cpu`): last path part `vllm-openai[-variant]`
-    r"^(?:[\w.\-]+(?::\d+)?/)*vllm-openai(?:-[\w]+)?(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$"
-)
 PYTHON_RE = re.compile(r"^(?:.*/)?python[\d.]*$")
 VLLM_SUBCOMMANDS = {"serve", "launch", "bench", "chat", "complete", "collect-env", "run-batch"}
 
@@ -55,16 +52,27 @@ def basename(word: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
+# `${REGISTRY:-opea}/vllm:${TAG:-latest}` (compose, shell): a default stands for its variable,
+# any other variable for an unknown name part (`${REG}/vllm-openai:${TAG}`)
+_VAR_DEFAULT_RE = lazy_re(r"\$\{\w+:?-([^{}$]*)\}")
+_VAR_RE = lazy_re(r"\$(?:\{[^{}]*\}|[A-Za-z_]\w*)")
+
+
 def is_vllm_image(image: str | None) -> bool:
-    """`vllm/vllm-openai:v0.29.0`, registry-prefixed, or compose's `${VLLM_IMAGE:-vllm/...}`: an
-    image whose entrypoint is `vllm serve` (builds like `rocm/vllm-dev` are vLLM but start a
-    shell, so a container of theirs given no command is no launch)."""
+    """An image whose entrypoint is vLLM's server, so that a container of it given only arguments
+    is `vllm serve ARGS`: decided by knowledge/images.py's table (`serves_engine_args`), the same
+    for every runner (docker/podman/nerdctl, apptainer, kubectl run, compose, Kubernetes,
+    Dockerfiles). Builds like `rocm/vllm-dev` are vLLM but start a shell, so a container of
+    theirs given no command is no launch. Template actions and variables count as unknown name
+    parts; `${VAR:-default}` as its default."""
     if not image:
         return False
     image = strip_transport(TEMPLATE_ACTION_RE().sub("x", image.strip().strip("'\"")))
     m = DEFAULT_RE.match(image)
     image = m.group(1) if m else image
-    return bool(VLLM_IMAGE_RE().match(image))
+    if "$" in image:
+        image = _VAR_RE().sub("x", _VAR_DEFAULT_RE().sub(lambda d: d.group(1) or "x", image))
+    return serves_engine_args(image)
 
 
 def serve_kind(options: list[str]) -> str:
@@ -72,12 +80,40 @@ def serve_kind(options: list[str]) -> str:
                               for o in options if o.startswith("--")) else SERVE
 
 
+# `llmctl --runtime vllm serve`, `mytool --engine vllm serve`, `--backend vllm`: an option that
+# names the engine a wrapper drives; `serve` after it is the wrapper's own sub-command.
+ENGINE_NAME_OPTION_RE = lazy_re(
+    r"^--?(?:[a-z]+[-_])*(?:runtime|engine|backend|framework|provider|server|platform)(?:[-_](?:type|name|kind))?$",
+    re.I)
+# Words no wrapper program is named: `vllm serve` after one is prose ("Start it with vllm serve",
+# "The vllm serve command ..." in a YAML description or a doc string read as a script).
+PROSE_WORDS = frozenset({
+    "the", "a", "an", "with", "using", "use", "via", "by", "to", "and", "or", "of", "our", "your",
+    "this", "that", "is", "are", "as", "in", "on", "for", "from", "when", "which", "like", "see",
+    "try", "then", "than", "it", "its", "can", "will", "should", "must", "we", "you", "e.g.", "i.e.",
+})
+
+
+def _named_not_run(words: list[str], i: int) -> str | None:
+    """Why the `vllm` at words[i] is not a program being run, else None: the value of an option
+    that names an engine, or a word in a sentence."""
+    if i == 0:
+        return None
+    before = words[i - 1]
+    if ENGINE_NAME_OPTION_RE().match(before):
+        return f"`{before} vllm` names the engine a wrapper drives; `serve` is the wrapper's"
+    if before.lower().rstrip(",:;") in PROSE_WORDS or before.endswith((",", ".", ":", ";")) \
+            or (words[0][:1].isupper() and words[0][1:].isalpha() and words[0][1:].islower()):
+        return "prose: the words around it are a sentence, not a command"
+    return None
+
+
 def detect(words: list[str]) -> Detected | None:
     """Find the first vLLM launch or proxy in `words` (values after quote removal)."""
     for i, word in enumerate(words):
         base = basename(word)
         nxt = words[i + 1] if i + 1 < len(words) else ""
-        if base == "vllm" and nxt in VLLM_SUBCOMMANDS:
+        if base == "vllm" and nxt in VLLM_SUBCOMMANDS and _named_not_run(words, i) is None:
             if nxt == "serve":
                 return Detected(serve_kind(words[i + 2:]), i, i + 2, "vllm serve")
             if nxt == "launch":
@@ -91,7 +127,7 @@ def detect(words: list[str]) -> Detected | None:
             found = _python_module(words, i)
             if found:
                 return found
-        if base in REFERENCE_PROXIES or (base.endswith(".py") and "proxy" in base):
+        if base in REFERENCE_PROXIES or (base.endswith(".py") and _pd_router_options(words[i + 1:])):
             return Detected(PROXY, i, i + 1, base)
     return None
 
@@ -100,8 +136,9 @@ def _python_module(words: list[str], i: int) -> Detected | None:
     for j in range(i + 1, min(i + 6, len(words))):
         if words[j] == "-m" and j + 1 < len(words):
             module = words[j + 1]
-            if module == "vllm.entrypoints.openai.api_server":
-                return Detected(API_SERVER, i, j + 2, f"python -m {module}")
+            kind = server_module(module)     # every vLLM server module (knowledge/entrypoints.py)
+            if kind is not None:
+                return Detected(kind, i, j + 2, f"python -m {module}")
             if module == "vllmlint.router":
                 return Detected(PROXY, i, j + 2, "python -m vllmlint.router")
             if module in ("vllmlint", "vllmlint.cli") and j + 2 < len(words) and words[j + 2] == "router":
@@ -117,9 +154,26 @@ def _python_module(words: list[str], i: int) -> Detected | None:
             return None
         if words[j].endswith(".py"):
             base = basename(words[j])
-            if base in REFERENCE_PROXIES or "proxy" in base or _pd_router_options(words[j + 1:]):
+            # a proxy by what it forwards: vLLM's reference proxies, or both P/D sides given (a
+            # `*proxy*.py` name alone is no evidence: an auth proxy, a forward proxy, a test)
+            if base in REFERENCE_PROXIES or _pd_router_options(words[j + 1:]):
                 return Detected(PROXY, j, j + 1, base)
             return None
+    return None
+
+
+def copied_server(words: list[str], image: str | None) -> Detected | None:
+    """`python3 /workspace/api_server.py ARGS` in a vLLM build: vLLM's OpenAI server module copied
+    into the image as a script (OPEA's ROCm build copies vllm/entrypoints/openai/api_server.py to
+    /workspace/api_server.py and runs it). Only beside an image the table names vLLM's: a script
+    of that name anywhere else is somebody's own server."""
+    from ..knowledge.images import is_vllm_image as vllm_build
+
+    if not image or not vllm_build(TEMPLATE_ACTION_RE().sub("x", image)):
+        return None
+    for i, word in enumerate(words[:3]):
+        if PYTHON_RE.match(word) and i + 1 < len(words) and basename(words[i + 1]) == "api_server.py":
+            return Detected(API_SERVER, i, i + 2, f"python {words[i + 1]} (vLLM's api_server, copied into the image)")
     return None
 
 

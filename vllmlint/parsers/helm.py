@@ -39,10 +39,12 @@ def chart_root(path: Path) -> Path | None:
 
 
 def sibling_values(root: Path) -> list[Path]:
-    """Values files beside the chart's values.yaml (`values-prod.yaml`, `values.global.yaml`):
-    each one is a rendering of its own, on top of values.yaml (as Helm's `-f`)."""
+    """Values files beside the chart's values.yaml (`values-prod.yaml`, `values.global.yaml`, and
+    named the other way round, `gaudi-values.yaml`, `cpu.values.yaml`): each one is a rendering of
+    its own, on top of values.yaml (as Helm's `-f`)."""
     return sorted(p for p in root.iterdir()
-                  if p.is_file() and re.fullmatch(r"values[-.].+\.ya?ml", p.name) and p.name != "values.yaml")
+                  if p.is_file() and re.fullmatch(r"values[-.].+\.ya?ml|.+[-.]values\.ya?ml", p.name)
+                  and p.name != "values.yaml")
 
 
 def engine() -> str | None:
@@ -113,8 +115,64 @@ class _engine_log_held:
             self.sink.close()
 
 
+def local_dependencies(root: Path) -> dict[str, Path]:
+    """Dependencies Chart.yaml names with a `file://` repository whose chart is in the tree and
+    not vendored under charts/ (`repository: file://../common`): name -> the chart's folder.
+    `helm dependency build` would copy them in; we render with them as it would (on a copy of
+    the chart, never writing into the tree)."""
+    try:
+        meta = yaml.safe_load((root / "Chart.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return {}
+    deps = meta.get("dependencies") if isinstance(meta, dict) else None
+    have = {p.name for p in (root / "charts").iterdir()} if (root / "charts").is_dir() else set()
+    out: dict[str, Path] = {}
+    for dep in deps if isinstance(deps, list) else ():
+        if not isinstance(dep, dict) or not isinstance(dep.get("name"), str):
+            continue
+        repo = dep.get("repository")
+        if not isinstance(repo, str) or not repo.startswith("file://"):
+            continue
+        name = dep["name"]
+        if any(h == name or h.startswith(name + "-") for h in have):
+            continue            # vendored: Helm reads that copy
+        folder = (root / repo[len("file://"):]).resolve()
+        if (folder / "Chart.yaml").is_file():
+            out[name] = folder
+    return out
+
+
+def _vendored_copy(root: Path, into: Path, depth: int = 0) -> Path:
+    """A copy of the chart at `root` under `into` with its local dependencies (recursively)
+    copied under charts/, as `helm dependency build` leaves it."""
+    target = into / root.name
+    shutil.copytree(root, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    if depth < 4:
+        for name, folder in local_dependencies(root).items():
+            (target / "charts").mkdir(exist_ok=True)
+            sub = _vendored_copy(folder, into / f".dep{depth}-{name}", depth + 1)
+            sub.rename(target / "charts" / name)
+    return target
+
+
 def render(root: Path, values: dict | None, name: str = "release", namespace: str = "default") -> dict[str, str]:
-    """Template path (`<chart>/templates/x.yaml`) -> rendered manifest. Raises RenderError."""
+    """Template path (`<chart>/templates/x.yaml`) -> rendered manifest. Raises RenderError.
+    A chart with local dependencies (`file://../common`, in the tree) is rendered from a
+    temporary copy with them vendored."""
+    local = local_dependencies(root)
+    if local:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="vllmlint-chart-") as tmp:
+            try:
+                copy = _vendored_copy(root, Path(tmp))
+            except OSError as err:
+                raise RenderError(f"local dependencies not copied: {err}") from None
+            return _render(copy, values, name, namespace)
+    return _render(root, values, name, namespace)
+
+
+def _render(root: Path, values: dict | None, name: str, namespace: str) -> dict[str, str]:
     kind = engine()
     if kind == "sdk":
         import helm_python as helm
@@ -278,6 +336,30 @@ def render_values(root: Path, values: dict, disk_values: str | None = None) -> d
     return render(root, values)
 
 
+def render_marked(root: Path, vs: ValuesSet, disk_values: str | None, tries: int = 8) -> dict[str, str]:
+    """The marker rendering. A template that validates a value (`{{ fail (printf "Invalid
+    BACKEND: %s" .Values.backend) }}` unless it is one of a few words) refuses its marker: that
+    value is rendered as itself (its provenance is lost, the rest is kept) and Helm runs again."""
+    for _ in range(tries):
+        try:
+            return render_values(root, vs.marked, disk_values)
+        except RenderError as err:
+            ids = {int(i) for i in MARKER_RE.findall(str(err))}
+            if not ids:
+                raise
+            vs.marked = _unmark(vs.marked, {f"zqx{i}zq": vs.origins[i].node.value for i in ids
+                                            if 0 <= i < len(vs.origins)})
+    return render_values(root, vs.marked, disk_values)
+
+
+def _unmark(value, real: dict[str, str]):
+    if isinstance(value, dict):
+        return {k: _unmark(v, real) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unmark(v, real) for v in value]
+    return real.get(value, value) if isinstance(value, str) else value
+
+
 def expand_charts(files: list, problems: list, helm_values: dict | None = None) -> list[Rendering]:
     """Replace the masked reading of each chart's templates and values with the launches of its
     rendering: argv tokens and env entries that come from a values file carry that file's spans
@@ -303,6 +385,10 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
         chart_pf = files[by_path[root / "Chart.yaml"]] = replace(files[by_path[root / "Chart.yaml"]],
                                                                  notes=list(files[by_path[root / "Chart.yaml"]].notes))
         _missing_dependencies(root, chart_pf)
+        local = local_dependencies(root)
+        if local:
+            chart_pf.notes.append("local dependencies rendered from the tree: "
+                                  + ", ".join(f"{n} ({p.name})" for n, p in local.items()))
         if kind is None:
             chart_pf.notes.append("Helm chart " + MODE_TEXT[None])
             _prefer_values_shapes(files, root)
@@ -341,7 +427,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
             try:
                 vs = load_values([(p, srcs[p].text) for p in paths])
                 real = render_values(root, vs.real, disk)
-                marked = render_values(root, vs.marked, disk)
+                marked = render_marked(root, vs, disk)
             except Exception as err:
                 why = " ".join(str(err).split()) or type(err).__name__
                 chart_pf.notes.append(f"Helm rendering with {', '.join(p.name for p in paths)} failed: "
@@ -353,7 +439,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
             rendering = Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk,
                                   readonly={p for p in paths if p in readonly})
             for name, text in real.items():
-                tpl = root / name.split("/", 1)[1] if "/" in name else None
+                tpl = template_path(root, name, local)
                 if tpl is None or not may_launch(text, "yaml"):
                     continue
                 vfile = SourceFile(tpl, f"{name} (rendered)", text, "k8s")
@@ -397,6 +483,18 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
     return renderings
 
 
+def template_path(root: Path, name: str, local: dict[str, Path]) -> Path | None:
+    """The file in the tree a rendered manifest comes from (`mine/templates/d.yaml`); a local
+    dependency's (`mine/charts/common/templates/x.yaml`) is in that dependency's own folder."""
+    if "/" not in name:
+        return None
+    rel = name.split("/", 1)[1]
+    parts = rel.split("/")
+    if len(parts) > 2 and parts[0] == "charts" and parts[1] in local:
+        return local[parts[1]].joinpath(*parts[2:])
+    return root / rel
+
+
 def _missing_dependencies(root: Path, chart_pf) -> None:
     """Dependencies Chart.yaml names that the chart does not vendor under charts/: reported,
     never fetched (Helm renders without them when their `condition` is off)."""
@@ -409,7 +507,8 @@ def _missing_dependencies(root: Path, chart_pf) -> None:
         return
     charts = root / "charts"
     have = {p.name for p in charts.iterdir()} if charts.is_dir() else set()
-    missing = [d.get("name") for d in deps if isinstance(d, dict) and d.get("name")
+    local = local_dependencies(root)
+    missing = [d.get("name") for d in deps if isinstance(d, dict) and d.get("name") and d.get("name") not in local
                and not any(h == d["name"] or h.startswith(d["name"] + "-") for h in have)]
     if missing:
         chart_pf.notes.append(f"dependencies not vendored under charts/ (not fetched): {', '.join(missing)}")
@@ -480,7 +579,20 @@ def _real_images(marked: str, vs: ValuesSet) -> str:
         origin = vs.origin(m.group(1))
         return origin.node.value if origin is not None else m.group(0)
 
-    return IMAGE_LINE.sub(lambda m: m.group(1) + MARKER_RE.sub(real, m.group(2)), marked)
+    marked = IMAGE_LINE.sub(lambda m: m.group(1) + MARKER_RE.sub(real, m.group(2)), marked)
+
+    # the program words of a command written in the values (`extraCmd.command: [python3,
+    # /workspace/api_server.py]`): detection reads them, so they are restored too (they are
+    # never edited; the flags after them keep their provenance)
+    def program(m: re.Match) -> str:
+        origin = vs.origin(m.group(1))
+        value = origin.node.value if origin is not None else ""
+        return value if PROGRAM_WORD.fullmatch(value) else m.group(0)
+
+    return MARKER_RE.sub(program, marked)
+
+
+PROGRAM_WORD = re.compile(r"(?:\S*/)?(?:python[\d.]*|vllm|uv|uvx)|serve|launch|-m|vllm(?:\.\w+)+|\S+\.py")
 
 
 def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_item, append_site,

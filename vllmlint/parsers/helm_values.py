@@ -14,7 +14,7 @@ import yaml
 
 from ..model.launch import Arg, Launch
 from .detect import serve_kind
-from ..knowledge.images import is_vllm_image, parse_image
+from ..knowledge.images import is_vllm_image, parse_image, tag_is_vllm_release
 
 # production-stack's deployment-vllm-multi.yaml: vllmConfig keys and the flags the chart writes
 # for them (in the chart's order; `enablePrefixCaching` is always written, on or off)
@@ -208,6 +208,6 @@ def vllm_values_tags(text: str) -> list[tuple[yaml.ScalarNode, str]]:
                 continue
             repo, tag = _get(node, "repository"), _get(node, "tag")
             if isinstance(repo, yaml.ScalarNode) and isinstance(tag, yaml.ScalarNode) and tag.value \
-                    and is_vllm_image(parse_image(repo.value)):
+                    and is_vllm_image(parse_image(repo.value)) and tag_is_vllm_release(parse_image(repo.value)):
                 out.append((tag, repo.value))
     return sorted(out, key=lambda p: p[0].start_mark.index)

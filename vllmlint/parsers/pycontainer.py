@@ -55,7 +55,7 @@ class ContainerCalls:
         build, knowledge/images.py) runs its entrypoint (`vllm serve`) with the command's items
         as arguments, or the program the entrypoint / command names; its environment is the
         container's own (`environment=` dict or `K=V` list), not the Python process's."""
-        from ..knowledge.images import is_vllm_image as vllm_build
+        from ..knowledge.images import is_vllm_image as vllm_build, serves_engine_args
 
         image_node, _ = resolved["image"]
         pieces = self.pieces(image_node) if image_node is not None and self.is_string_expr(image_node) else None
@@ -101,10 +101,12 @@ class ContainerCalls:
             argv, opt, kind, program = words, det.options_start, det.kind, det.program
         elif det is not None and det.start == 0:
             argv, opt, kind, program = words, det.options_start, det.kind, det.program
-        else:
+        elif serves_engine_args(probe):     # the same table as every runner (knowledge/images.py)
             argv = [Arg("vllm"), Arg("serve")] + words
             opt, kind, program = 2, serve_kind(values), "docker containers.run"
             via += " (its entrypoint: vllm serve)"
+        else:
+            return None         # a vLLM build whose entrypoint is a shell (`rocm/vllm-dev`)
         for chain in consumed:
             chain.consumed += 1
         cmd_node, cmd_chain = resolved.get("command", (None, None))
@@ -247,7 +249,7 @@ class ContainerCalls:
         """`["docker", "run", OPTS..., "vllm/vllm-openai:v0.29.0", ARGS...]` (podman, nerdctl):
         the image's `vllm serve` given ARGS, or the vLLM program ARGS name; `-e K=V` settings
         are the container's environment."""
-        from ..knowledge.images import is_vllm_image as vllm_build
+        from ..knowledge.images import is_vllm_image as vllm_build, serves_engine_args
 
         run = container_run(words)
         if run is None or not run.runner.endswith(" run") or run.runner.startswith("kubectl") \
@@ -264,8 +266,10 @@ class ContainerCalls:
                 Path(values[0]).name in SHELLS or PYTHON_WORD_RE.match(Path(values[0]).name)
                 or values[0].endswith((".py", ".sh"))):
             return None
-        else:
+        elif serves_engine_args(image):
             launch_argv, opt, kind, program = [Arg("vllm"), Arg("serve")] + args, 2, serve_kind(values), run.runner
+        else:
+            return None         # a vLLM build whose entrypoint is a shell (`rocm/vllm-dev`)
         for seg in chain.segs:
             if seg.kind == "list":
                 self.launch_elems.update(id(el) for el in seg.elems)

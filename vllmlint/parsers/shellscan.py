@@ -11,7 +11,8 @@ import re
 from collections.abc import Sequence
 from ..model.record import field, record
 
-from .detect import SHELLS, ContainerRun, basename, container_run, detect, is_vllm_image, serve_kind, strip_transport
+from .detect import (SHELLS, ContainerRun, basename, container_run, copied_server, detect, is_vllm_image,
+                     serve_kind, strip_transport)
 from ..model.launch import AppendSite, Arg, Edit, EnvEntry, Launch, SourceFile, remove_from_run
 from . import embedded
 from .embedded import Shift
@@ -443,6 +444,8 @@ class _Scanner:
                     found = found or len(self.out.launches) > n
             if found:
                 return
+        if rhead in PRINTERS:
+            return      # `printf '%q ' "${CMD[@]}"`, `echo vllm serve ...`: printing an argv runs nothing
         expanded = self._expand_arrays(words)
         expanded, notes = self._expand_vars(expanded)
         values = [w.value for w in expanded]
@@ -529,7 +532,7 @@ class _Scanner:
             if script is not None:
                 self._nested(script, env, in_eval=self.in_eval, image=image_value, via=via)
                 return
-        det = detect(prog_values)
+        det = detect(prog_values) or copied_server(prog_values, image)
         if det is not None and (det.start == 0 or run.entrypoint is None):
             start = det.start
             argv = [self.arg(w) for w in prog_words[start:]]

@@ -13,7 +13,7 @@ from functools import partial
 import yaml
 
 from . import configmap_scripts, crds, templates
-from .detect import SHELLS, basename, detect, is_vllm_image, serve_kind
+from .detect import SHELLS, basename, copied_server, detect, is_vllm_image, serve_kind
 from ..knowledge.images import is_vllm_image as is_vllm_build     # any build (rocm/vllm-dev): its release
 from ..model.launch import (KUBEAI_VIA, AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef,
                      SourceFile, normalize_flag)
@@ -290,7 +290,7 @@ class YamlParser:
                     return
         last_seq = args if isinstance(args, yaml.SequenceNode) and args.value else command
         site = append_site(self.source, self.text, last_seq) if isinstance(last_seq, yaml.SequenceNode) else None
-        det = detect(values)
+        det = detect(values) or copied_server(values, image)
         if det is not None:
             launch = Launch(kind=det.kind, file=self.source,
                             span=argv[det.start].span or (0, 0), argv=argv[det.start:],
@@ -742,6 +742,8 @@ def _image_may_be_vllm(image: str | None) -> bool:
     if not image:
         return True
     text = image.strip()
+    if is_vllm_build(text) and not is_vllm_image(text):
+        return False        # a vLLM build whose entrypoint is a shell (`rocm/vllm-dev`): args are its command
     return "$" in text or "{{" in text or "vllm" in text.lower()
 
 

@@ -1,0 +1,394 @@
+"""Shapes as classes (issue 30, items 5-6): every container runner decides by the same image
+table; every vLLM server module is a launch; wrappers that name an engine, printed argvs, prose
+and proxies by name are not; `launches --explain` says why a file has none. Positions and fixed
+bytes of the same shapes are fixture cases (fixtures/VL302/shape-*, VL304/shape-*)."""
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vllmlint.cli import main
+from vllmlint.knowledge.entrypoints import NOT_SERVERS, SERVER_MODULES
+from vllmlint.knowledge.images import (BUILTIN_VLLM_IMAGES, SERVER_ENTRYPOINT_IMAGES, is_vllm_image,
+                                       serves_engine_args)
+from vllmlint.lint.discovery import discover
+from vllmlint.lint.project import load
+
+
+def found(tmp_path: Path, name: str, text: str) -> list:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    candidates, _ = discover([str(path)])
+    project = load(candidates)
+    assert not project.problems, project.problems
+    return project.launches
+
+
+def concrete(glob: str) -> str:
+    """An image path the glob matches: `*/vllm-openai` -> `mirror/vllm-openai`."""
+    path = glob.replace("*/", "mirror/").replace("/*", "/x").replace("-*", "-cpu")
+    path = ("q9t5s3a7/" + path[1:]) if path.startswith("*") else path.rstrip("*")
+    assert re.fullmatch(glob.replace("*", ".*"), path), (glob, path)
+    return path
+
+
+def forms(path: str) -> list[str]:
+    """Registry-qualified and plain references of one image path."""
+    return [f"{path}:v0.8.4", f"public.ecr.aws/{path}:v0.8.4", f"localhost:5000/{path}:v0.8.4",
+            f"docker.io/{path}@sha256:{'a' * 64}"]
+
+
+SERVING = [ref for glob in SERVER_ENTRYPOINT_IMAGES for ref in forms(concrete(glob))]
+# vLLM builds whose entrypoint is not vLLM's server (a shell, a script): given only arguments,
+# no launch; given `vllm serve`, one
+SHELL_BUILDS = [f"{concrete(g)}:v0.8.4" for g in BUILTIN_VLLM_IMAGES if not serves_engine_args(concrete(g))]
+NOT_VLLM = ["lmsysorg/sglang:v0.4.6", "ghcr.io/huggingface/text-generation-inference:3.0",
+            "public.ecr.aws/q9t5s3a7/sglang-cpu:v1", "nvcr.io/nim/meta/llama3:latest"]
+
+# runner -> (file name, text with IMAGE and ARGS to fill); ARGS: engine arguments only
+RUNNERS = {
+    "docker run": ("run.sh", "docker run --rm -p 8000:8000 IMAGE --model=m --max-model-len 4096\n"),
+    "podman run": ("run.sh", "podman run --rm -p 8000:8000 IMAGE --model=m --max-model-len 4096\n"),
+    "nerdctl run": ("run.sh", "nerdctl run -d IMAGE --model=m --max-model-len 4096\n"),
+    "docker container run": ("run.sh", "docker container run -it IMAGE --model=m --max-model-len 4096\n"),
+    "apptainer run": ("run.sh", "apptainer run --nv docker://IMAGE --model=m --max-model-len 4096\n"),
+    "kubectl run": ("run.sh", "kubectl run vllm --image=IMAGE -- --model=m --max-model-len 4096\n"),
+    "compose": ("compose.yaml", "services:\n  llm:\n    image: IMAGE\n    command: --model=m --max-model-len 4096\n"),
+    "k8s": ("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                        "    - name: llm\n      image: IMAGE\n      args: [\"--model=m\", \"--max-model-len\", \"4096\"]\n"),
+    "dockerfile": ("Dockerfile", "FROM IMAGE\nCMD [\"--model=m\", \"--max-model-len\", \"4096\"]\n"),
+    "docker SDK": ("app.py", "import docker\ndocker.from_env().containers.run(\"IMAGE\", [\"--model=m\", "
+                             "\"--max-model-len\", \"4096\"])\n"),
+    "python argv": ("app.py", "import subprocess\nsubprocess.run([\"podman\", \"run\", \"IMAGE\", \"--model=m\", "
+                              "\"--max-model-len\", \"4096\"])\n"),
+}
+
+
+def run_with(runner: str, image: str, args: str | None = None) -> list:
+    return RUNNERS[runner][0], RUNNERS[runner][1].replace("IMAGE", image)
+
+
+def test_the_serving_table_is_part_of_the_vllm_table():
+    for glob in SERVER_ENTRYPOINT_IMAGES:
+        assert is_vllm_image(concrete(glob)), glob
+    assert SHELL_BUILDS, "some vLLM builds start a shell"
+
+
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+@pytest.mark.parametrize("image", SERVING)
+def test_every_runner_reads_every_serving_image_given_only_engine_args(tmp_path, runner, image):
+    name, text = run_with(runner, image)
+    [launch] = found(tmp_path, name, text)
+    values = [a.value for a in launch.argv]
+    assert values[:2] == ["vllm", "serve"] and "--model=m" in values and launch.kind == "serve", (runner, values)
+
+
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+@pytest.mark.parametrize("image", SHELL_BUILDS + NOT_VLLM)
+def test_no_runner_reads_args_alone_as_vllm_for_other_images(tmp_path, runner, image):
+    name, text = run_with(runner, image)
+    assert found(tmp_path, name, text) == [], (runner, image)
+
+
+@pytest.mark.parametrize("image", SHELL_BUILDS)
+def test_a_shell_build_given_vllm_serve_is_a_launch(tmp_path, image):
+    [launch] = found(tmp_path, "run.sh", f"docker run {image} vllm serve m --max-model-len 4096\n")
+    assert [a.value for a in launch.argv][:3] == ["vllm", "serve", "m"]
+
+
+# -- vLLM's server modules --------------------------------------------------------------------
+def catalogue_modules() -> set[str]:
+    base = Path(__file__).resolve().parents[1] / "vllmlint" / "knowledge" / "catalogue" / "modules"
+    names: set[str] = set()
+    for path in sorted(base.glob("vllm-*.json")):
+        for package, members in json.loads(path.read_text())["modules"].items():
+            if package.startswith("vllm.entrypoints"):
+                names.update(package if m == "__init__" else f"{package}.{m}" for m in members.split())
+    return names
+
+
+SERVERISH = re.compile(r"(?:_server|\.entry|\.run_batch|\.main)$")
+
+
+def test_every_server_module_in_the_catalogue_is_decided():
+    """A release that adds `vllm.entrypoints.x_server` fails here until it is in the table."""
+    named = {m for m in catalogue_modules() if SERVERISH.search(m)}
+    assert named, "the catalogue lists vLLM's entrypoint modules"
+    assert named - set(SERVER_MODULES) - set(NOT_SERVERS) == set()
+
+
+@pytest.mark.parametrize("module", sorted(SERVER_MODULES))
+def test_every_server_module_is_a_launch(tmp_path, module):
+    [launch] = found(tmp_path, "serve.sh", f"python3 -m {module} --model m --port 8000\n")
+    assert launch.program == f"python -m {module}" and launch.kind == SERVER_MODULES[module]
+
+
+@pytest.mark.parametrize("module", sorted(SERVER_MODULES))
+def test_every_server_module_in_a_pod_command(tmp_path, module):
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: s\n"
+            f"      image: python:3.12\n      command: [python3, -m, {module}]\n      args: [--model, m]\n")
+    [launch] = found(tmp_path, "pod.yaml", text)
+    assert launch.kind == SERVER_MODULES[module]
+
+
+def test_a_module_that_is_no_server_is_no_launch(tmp_path):
+    assert found(tmp_path, "x.sh", "python -m vllm.entrypoints.openai.cli_args --help\n") == []
+
+
+# -- false launches -----------------------------------------------------------------------------
+@pytest.mark.parametrize("line", [
+    "llmctl --runtime vllm serve --port 8000 --replicas 2",
+    "mytool --engine vllm serve --model m",
+    "ome-agent --backend vllm serve --foo bar",
+    "python -m inferctl --inference-engine vllm serve --gpus 1",
+    "kaito --runtime=vllm serve",
+])
+def test_a_wrapper_that_names_the_engine_is_not_vllms_cli(tmp_path, line):
+    assert found(tmp_path, "w.sh", line + "\n") == []
+
+
+@pytest.mark.parametrize("line", ["uv run --frozen vllm serve m", "srun --exclusive vllm serve m",
+                                  "conda run -n vllm vllm serve m", "sudo -E vllm serve m"])
+def test_wrappers_with_their_own_options_still_run_vllm(tmp_path, line):
+    [launch] = found(tmp_path, "w.sh", line + "\n")
+    assert [a.value for a in launch.argv][:3] == ["vllm", "serve", "m"]
+
+
+def test_printing_an_argv_is_not_running_it(tmp_path):
+    text = """
+        #!/bin/bash
+        CMD=(vllm serve m --max-model-len 4096)
+        printf '%q ' "${CMD[@]}"
+        echo "${CMD[@]}"
+        echo "running: vllm serve m"
+        exec "${CMD[@]}"
+    """
+    [launch] = found(tmp_path, "p.sh", text)
+    assert launch.program == "vllm serve"      # the `exec` alone (at the array's words)
+
+
+def test_running_an_array_alone_is_a_launch(tmp_path):
+    [launch] = found(tmp_path, "p.sh", "CMD=(vllm serve m)\n\"${CMD[@]}\"\n")
+    assert [a.value for a in launch.argv] == ["vllm", "serve", "m"]
+
+
+@pytest.mark.parametrize("text", [
+    "name: docs\nsteps:\n  - description: The vllm serve command starts the server; pass --max-model-len.\n",
+    "jobs:\n  x:\n    steps:\n      - name: Start it with vllm serve then wait for the port\n        run: echo ok\n",
+    "summary: |\n  To start it, use the vllm serve command with --tensor-parallel-size 2.\n",
+    "# the vllm serve command is started by the operator\nkind: ConfigMap\napiVersion: v1\ndata: {a: b}\n",
+])
+def test_prose_in_yaml_is_not_a_command(tmp_path, text):
+    assert found(tmp_path, "notes.yaml", text) == []
+
+
+@pytest.mark.parametrize("line", [
+    "python my_proxy.py --port 9000 --upstream http://localhost:8000",
+    "python3 proxy_server.py --host 0.0.0.0",
+    "./auth_proxy.py --listen 8080",
+])
+def test_a_script_named_proxy_is_no_pd_proxy_by_its_name(tmp_path, line):
+    assert found(tmp_path, "p.sh", line + "\n") == []
+
+
+@pytest.mark.parametrize("line", [
+    "python my_proxy.py --prefill http://p:8100 --decode http://d:8200",
+    "python3 disagg_proxy_server.py --prefiller-host p --prefiller-port 8100 --decoder-host d --decoder-port 8200",
+    "python toy_proxy_server.py --port 8192",
+])
+def test_a_proxy_by_what_it_forwards(tmp_path, line):
+    [launch] = found(tmp_path, "p.sh", line + "\n")
+    assert launch.kind == "proxy"
+
+
+# -- launches --explain ---------------------------------------------------------------------------
+def explain(tmp_path: Path, files: dict[str, str], *args: str) -> list[str]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"))
+    result = CliRunner().invoke(main, ["launches", *args, *[str(tmp_path / n) for n in files]],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return [line.replace(str(tmp_path) + "/", "") for line in result.stdout.splitlines()]
+
+
+def test_explain_names_the_kind_gate(tmp_path):
+    assert explain(tmp_path, {"notes.txt": "vllm serve m\n"}, "--explain") == [
+        "notes.txt: no launch: kind not recognised (not read): its name and first bytes match no kind vllmlint "
+        "reads (Dockerfile, YAML, a shell script by `.sh`/`.bash` or a shebang, Makefile, justfile, Python, "
+        "requirements)"]
+
+
+def test_explain_names_the_marker_gate(tmp_path):
+    [line] = explain(tmp_path, {"app.py": "import os\nprint(os.getcwd())\n"}, "--explain")
+    assert line.startswith("app.py: no launch: no marker (not parsed): python: no marker of a launch")
+
+
+def test_explain_says_what_the_shell_reader_saw(tmp_path):
+    text = """
+        docker run --gpus all lmsysorg/sglang:latest python3 -m sglang.launch_server --model-path m
+        docker run rocm/vllm-dev:nightly --model m
+        printf '%q ' vllm serve m
+    """
+    assert explain(tmp_path, {"s.sh": text}, "--explain") == [
+        "s.sh: no launch: shell: 3 commands read, none runs vLLM: `docker run --gpus all ...`: image "
+        "lmsysorg/sglang:latest is not vLLM's; `docker run rocm/vllm-dev:nightly --model ...`: image "
+        "rocm/vllm-dev:nightly is a vLLM build whose entrypoint is not vLLM's server (a shell or a script), "
+        "and no command is given; `printf %q  vllm serve ...` prints its arguments, runs nothing"]
+
+
+def test_explain_says_what_the_yaml_reader_saw(tmp_path):
+    text = """
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: sg}
+        spec:
+          template:
+            spec:
+              containers:
+                - name: sglang
+                  image: lmsysorg/sglang:v0.4.6
+                  command: ["python3", "-m", "sglang.launch_server"]
+    """
+    assert explain(tmp_path, {"d.yaml": text}, "--explain") == [
+        "d.yaml: no launch: yaml: 1 document (Deployment), 1 container read, none runs vLLM: container `sglang`: "
+        "image lmsysorg/sglang:v0.4.6 is not vLLM's and its command `python3 -m sglang.launch_server` starts no vLLM"]
+
+
+def test_explain_names_the_wrapper_and_the_proxy(tmp_path):
+    [line] = explain(tmp_path, {"w.sh": "llmctl --runtime vllm serve --port 8000\npython my_proxy.py --port 1\n"},
+                     "-v")
+    assert line == ("w.sh: no launch: shell: 2 commands read, none runs vLLM: `llmctl --runtime vllm serve ...`: "
+                    "`--runtime vllm` names the engine a wrapper drives; `serve` is the wrapper's; "
+                    "`python my_proxy.py --port 1`: a script named like a proxy is a P/D proxy only by what it "
+                    "forwards (both prefill and decode addresses, or one of vLLM's reference proxies)")
+
+
+def test_explain_says_what_the_python_reader_saw(tmp_path):
+    text = """
+        \"\"\"Client for a server started with vllm serve m.\"\"\"
+        import subprocess
+        subprocess.run(["llmctl", "--engine", "vllm", "serve", "--port", "8000"])
+    """
+    assert explain(tmp_path, {"c.py": text}, "--explain") == [
+        "c.py: no launch: python: parsed, no call starts vLLM: line 1: `Client for a server ...`: prose: the words "
+        "around it are a sentence, not a command; line 3: `llmctl --engine vllm serve ...`: `--engine vllm` names "
+        "the engine a wrapper drives; `serve` is the wrapper's"]
+
+
+def test_explain_is_silent_on_files_with_a_launch(tmp_path):
+    lines = explain(tmp_path, {"ok.sh": "vllm serve m\n"}, "--explain")
+    assert lines and all("no launch" not in l for l in lines)
+
+
+def test_verbose_explains_only_named_files(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.sh").write_text("echo hi\n")
+    result = CliRunner().invoke(main, ["launches", "-v", str(tmp_path / "d")], catch_exceptions=False)
+    assert "no launch" not in result.output
+    result = CliRunner().invoke(main, ["launches", "--explain", str(tmp_path / "d")], catch_exceptions=False)
+    assert "a.sh: no launch: shell: 1 command read, none runs vLLM; the file never mentions vLLM" in result.output
+
+
+# -- Helm charts with local dependencies ------------------------------------------------------------
+LIBRARY = """\
+{{- define "common.vllm.container" -}}
+- name: vllm
+  image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+  command: ["vllm", "serve", {{ .Values.model | quote }}]
+  args:
+  {{- range .Values.extraArgs }}
+  - {{ . | quote }}
+  {{- end }}
+{{- end -}}
+"""
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  template:
+    spec:
+      containers:
+        {{- include "common.vllm.container" . | nindent 8 }}
+"""
+
+
+def local_dependency_chart(root: Path) -> None:
+    (root / "common/templates").mkdir(parents=True)
+    (root / "app/templates").mkdir(parents=True)
+    (root / "common/Chart.yaml").write_text("apiVersion: v2\nname: common\ntype: library\nversion: 0.1.0\n")
+    (root / "common/templates/_vllm.tpl").write_text(LIBRARY)
+    (root / "app/Chart.yaml").write_text("apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n"
+                                         "  - name: common\n    version: 0.1.0\n    repository: file://../common\n")
+    (root / "app/values.yaml").write_text("image:\n  repository: vllm/vllm-openai\n  tag: v0.29.0\n"
+                                          "model: Qwen/Qwen2.5-0.5B\nextraArgs:\n  - --disable-log-requests\n")
+    (root / "app/templates/deployment.yaml").write_text(DEPLOYMENT)
+
+
+def test_a_chart_with_a_local_dependency_is_rendered_with_it(tmp_path):
+    from vllmlint.parsers import helm
+
+    if helm.engine() is None:
+        pytest.skip("no Helm engine")
+    local_dependency_chart(tmp_path / "charts")
+    before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    candidates, _ = discover([str(tmp_path / "charts")])
+    project = load(candidates)           # renders each chart (parsers/helm.py expand_charts)
+    [launch] = project.launches
+    assert [a.value for a in launch.argv] == ["vllm", "serve", "Qwen/Qwen2.5-0.5B", "--disable-log-requests"]
+    assert launch.line == 4 and launch.file.path.name == "values.yaml"         # the model's line
+    notes = [n for pf in project.files for n in pf.notes]
+    assert "local dependencies rendered from the tree: common (common)" in notes
+    assert not any("not vendored" in n for n in notes)
+    # nothing written into the tree (the dependency is vendored in a temporary copy)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before
+
+
+def test_a_values_file_named_the_other_way_round_is_a_rendering_of_its_own(tmp_path):
+    from vllmlint.parsers import helm
+
+    (tmp_path / "values.yaml").write_text("a: 1\n")
+    for name in ("gaudi-values.yaml", "cpu.values.yaml", "values-prod.yaml", "myvalues.yaml", "values.yaml.bak"):
+        (tmp_path / name).write_text("a: 2\n")
+    assert [p.name for p in helm.sibling_values(tmp_path)] == ["cpu.values.yaml", "gaudi-values.yaml",
+                                                                "values-prod.yaml"]
+
+
+def test_a_template_that_validates_a_value_still_renders_the_markers(tmp_path):
+    """`fail` unless a value is one of a few words: that value renders as itself, the others
+    keep their provenance (OPEA's `Invalid RETRIEVER_BACKEND`)."""
+    from vllmlint.parsers import helm
+
+    if helm.engine() is None:
+        pytest.skip("no Helm engine")
+    root = tmp_path / "chart"
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (root / "templates/d.yaml").write_text(
+        '{{- if not (has .Values.backend (list "redis" "milvus")) }}{{ fail (printf "Invalid BACKEND: %s" '
+        '.Values.backend) }}{{- end }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n'
+        'data: {b: {{ .Values.backend | quote }}, m: {{ .Values.model | quote }}}\n')
+    text = "backend: redis\nmodel: Qwen/Qwen2.5-0.5B\n"
+    vs = helm.load_values([(root / "values.yaml", text)])
+    marked = helm.render_marked(root, vs, None)["c/templates/d.yaml"]
+    assert 'b: "redis"' in marked
+    [origin] = helm.find_value(marked, vs, "Qwen/Qwen2.5-0.5B")
+    assert origin.path == "model" and origin.line == 2
+
+
+def test_vllms_api_server_copied_into_a_vllm_build_is_a_launch(tmp_path):
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: s\n"
+           "      image: IMAGE\n      command: [python3, /workspace/api_server.py]\n      args: [--model, m]\n")
+    [launch] = found(tmp_path, "a.yaml", pod.replace("IMAGE", "opea/vllm-rocm:latest"))
+    assert launch.kind == "api-server" and launch.options_start == 2
+    assert found(tmp_path, "b.yaml", pod.replace("IMAGE", "python:3.12")) == []
+    [launch] = found(tmp_path, "c.sh", "docker run opea/vllm-rocm:latest python3 /workspace/api_server.py --model m\n")
+    assert launch.kind == "api-server"
+    assert found(tmp_path, "d.sh", "docker run python:3.12 python3 /workspace/api_server.py --model m\n") == []
