@@ -527,6 +527,42 @@ def catalogue_diff(a, b, fmt):
     click.echo(json.dumps(d, indent=1) if fmt == "json" else render_text(d))
 
 
+@catalogue.command("show")
+@click.argument("release")
+@click.option("--requires", "requires", is_flag=True,
+              help="The wheel's Requires-Python and Requires-Dist (what an environment must hold to run it).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def catalogue_show(release, requires, fmt):
+    """What vllmlint knows of RELEASE (a built-in number, `latest`, or an added name): counts, and
+    with --requires the requirements of its wheel, read from the wheel's METADATA."""
+    from .knowledge.catalogue import named
+    from .knowledge.catalogue.requires import of_catalogue
+
+    try:
+        cat = named(release, click.get_current_context().obj)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="'RELEASE'") from None
+    req = of_catalogue(cat)
+    if fmt == "json":
+        out = {"name": cat.name, "version": cat.version, "flags": len(cat.flags), "env": len(cat.env),
+               "json_flags": len(cat.json)}
+        if requires:
+            out["requires"] = req
+        click.echo(json.dumps(out, indent=1))
+        return
+    if not requires:
+        click.echo(f"{cat.name}: vLLM {cat.version}, {len(cat.flags)} flags, {len(cat.env)} env vars, "
+                   f"{len(cat.json)} JSON config flags" + ("" if req else "; requirements not recorded"))
+        return
+    if req is None:
+        raise click.ClickException(f"{cat.name}: no requirements recorded (the wheel it was read from had no "
+                                   f"METADATA, or the package index had no wheel of it)")
+    click.echo(f"Requires-Python: {req['python'] or '(any)'}")
+    for line in req["dist"]:
+        click.echo(f"Requires-Dist: {line}")
+    click.echo(f"from {req['from']}", err=True)
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
                                 "help_option_names": []})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)

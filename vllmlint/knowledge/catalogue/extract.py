@@ -1762,6 +1762,11 @@ class Extractor:
         }
         if self.problems:
             cat["problems"] = self.problems
+        from .requires import from_wheel
+
+        requires = from_wheel(self.tree.path)       # the wheel's METADATA: Requires-Python, Requires-Dist
+        if requires is not None:
+            cat["requires"] = requires
         return cat
 
 
@@ -1952,6 +1957,11 @@ def write_release(path: Path, out: Path, version: str | None = None) -> tuple[Pa
     its module lists in `out/modules/vllm-X.json`)."""
     cat = extract(path, version)
     out.mkdir(parents=True, exist_ok=True)
+    requires = cat.pop("requires", None)
+    if requires is not None:        # the built-in releases' requirements are one file (requires.py)
+        from .requires import record_builtin
+
+        record_builtin(cat["version"], requires, out / "requires.json")
     return write_split(out, f"vllm-{cat['version']}.json", cat, RELEASE_MODULE_KEYS, dumps), cat
 
 
