@@ -129,11 +129,15 @@ def launches(paths, fmt, values_files, verbose):
     from .lint.report import launch_dict
 
     try:
-        helm_values = load_settings(Path.cwd()).chart_values(values_files)
+        settings = load_settings(Path.cwd())
+        helm_values = settings.chart_values(values_files)
     except ConfigError as err:
         raise click.UsageError(str(err)) from None
     candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
     project = load(candidates, helm_values=helm_values)
+    from .lint.release_links import declare
+
+    declare(project, settings)          # [tool.vllmlint.releases]
     for line in file_notes(project, verbose):
         click.echo(line, err=True)
     rows = [launch_dict(l) for l in project.launches]
@@ -142,7 +146,7 @@ def launches(paths, fmt, values_files, verbose):
     else:
         for row in rows:
             env = " ".join(f"{k}={'?' if v is None else v}" for k, v in row["env"].items())
-            release = f"  [runs {row['release']}: {row['release_from']}]" if row["release"] else ""
+            release = f"  [release {row['release']} from {row['release_from']}]" if row["release"] else ""
             click.echo(f"{row['path']}:{row['line']}: {row['kind']} ({row['context']}): "
                        f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release
                        + f"  [{row['via']}]"
@@ -215,9 +219,12 @@ def server():
                    "the release it pins, migrate a copy, verify the copy on the target; write only when it passes.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
               help="With --verify: as for `vllmlint verify`.")
+@click.option("--check-deps", is_flag=True,
+              help="Ask pip (your configuration and index; nothing installed) whether each environment whose "
+                   "vLLM pin is bumped resolves after the edits; one that does not keeps its pin (a blocker).")
 @VERBOSE
 def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, rehearse, timeout, verbose,
-            values_files):
+            values_files, check_deps=False):
     """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
@@ -261,6 +268,10 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
 
     def post_edits(project):
         bumps = find_bumps(project, to_version)
+        from .lint.requirements import with_environments
+
+        # a vLLM pin moves with the pins its release needs, or not at all (a blocker)
+        bumps = with_environments(bumps, project, to_version, check_deps)
         if added is not None:      # an added release (nightly, fork): which image or pin ships it is the user's call
             for b in bumps:
                 if b.edit is not None:

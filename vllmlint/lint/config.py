@@ -14,6 +14,9 @@ found from the current folder upwards; command-line options win.
     fail-level = "warning"     # the lowest severity that fails `check` (error | warning | info)
     helm-values = {"charts/serving" = ["values-prod.yaml"]}   # values files rendered on top of a chart's values.yaml
     catalogue-dir = "ops/vllm-catalogue"   # releases added with `vllmlint catalogue add` (committed)
+
+    [tool.vllmlint.releases]   # the vLLM release launches run where nothing in the tree says it
+    "bench/**" = "0.22.0"
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from ..model.record import field, record
 from pathlib import Path
 
 KEYS = {"target-version", "select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
-        "model-config", "prompt-tokens", "fail-level", "helm-values", "catalogue-dir"}
+        "model-config", "prompt-tokens", "fail-level", "helm-values", "catalogue-dir", "releases"}
 
 
 class ConfigError(Exception):
@@ -47,6 +50,8 @@ class Settings:
     fail_level: str = "warning"
     catalogue_dir: str | None = None               # added releases (absolute; None: the cache folder)
     helm_values: dict[str, list[str]] = field(default_factory=dict)   # chart folder -> values files
+    releases: dict[str, str] = field(default_factory=dict)    # path glob -> the vLLM release launches there run
+    target_explicit: bool = False       # the target was named (command line or settings), not the default
 
     def chart_values(self, extra: tuple[str, ...] = ()) -> dict:
         """For `load`: chart root (None: every chart) -> values files, absolute. A values file
@@ -77,7 +82,7 @@ class Settings:
                 "ignore": self.ignore, "exclude": self.exclude, "per-file-ignores": self.per_file_ignores,
                 "severity": self.severity, "topology": self.topology, "model-config": self.model_config,
                 "prompt-tokens": self.prompt_tokens, "fail-level": self.fail_level,
-                "helm-values": self.helm_values, "catalogue-dir": self.catalogue_dir}
+                "helm-values": self.helm_values, "catalogue-dir": self.catalogue_dir, "releases": self.releases}
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -172,4 +177,21 @@ def load_settings(start: Path, explicit: str | None = None) -> Settings:
     settings.helm_values = {k: list(v) for k, v in hv.items()}
     if data.get("prompt-tokens") is not None:
         settings.prompt_tokens = int(data["prompt-tokens"])
+    settings.releases = _releases(path, data.get("releases", {}))
+    settings.target_explicit = "target-version" in data
     return settings
+
+
+def _releases(path: Path, table) -> dict[str, str]:
+    """`releases = {"bench/**" = "0.22.0"}`: path globs to the release X.Y.Z launches there run."""
+    from ..knowledge.versions import fmt, parse_version
+
+    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+        raise ConfigError(f"{path}: `releases` must be a table of path glob = \"X.Y.Z\" (the vLLM release run there)")
+    out = {}
+    for glob, value in table.items():
+        try:
+            out[glob] = fmt(parse_version(value.strip().lstrip("v")))
+        except ValueError:
+            raise ConfigError(f"{path}: releases: {glob!r} = {value!r} is not a release X.Y.Z") from None
+    return out

@@ -33,10 +33,15 @@ class Outcome:
                 if p in self.originals and t != self.originals[p].text}
 
 
-def gate_fixes_by_release(findings: list[Finding]) -> None:
-    """A fix never changes what the deployed release does today: when a launch it changes runs
-    an older release than the fixed config needs, the fix is left to `migrate` (which bumps the
-    tag or pin in the same edit set) and the finding says so."""
+def gate_fixes_by_release(findings: list[Finding], assumed: tuple[int, int, int] | None = None) -> None:
+    """A fix never changes what the deployed release does today. Each release-dependent fix
+    states the first release on which it keeps behaviour (`fix.min_release`); it is applied only
+    when every launch it changes runs a known release from there on. A launch on an older
+    release leaves the fix to `migrate` (which bumps the tag or pin in the same edit set); a
+    launch whose release is unknown, or a build whose tags are not vLLM's, keeps its config and
+    the finding says how to tell vllmlint the release. `assumed`: the release the user named
+    (`--target-version`, `target-version` in the settings) for launches whose release nothing
+    in the tree says and that run no image of their own that names none."""
     from ..knowledge.versions import fmt
 
     for f in findings:
@@ -45,6 +50,7 @@ def gate_fixes_by_release(findings: list[Finding]) -> None:
             continue
         older = [l for l in fix.launches if l.release is not None and l.release < fix.min_release]
         unnamed = [l for l in fix.launches if l.release is None and l.release_unnamed]
+        unknown = [l for l in fix.launches if l.release is None and not l.release_unnamed]
         if unnamed and not older:
             launch = unnamed[0]
             f.fix, f.fixable = None, False
@@ -60,6 +66,17 @@ def gate_fixes_by_release(findings: list[Finding]) -> None:
             f.detail = _join(f.detail, f"The launch runs vLLM {fmt(launch.release)} today ({launch.release_from}); "
                                        f"the fixed config needs {fmt(fix.min_release)}, so the fix belongs to the "
                                        f"upgrade, which bumps the tag or pin in the same edit set.")
+            continue
+        if unknown and not (assumed is not None and assumed >= fix.min_release):
+            launch = unknown[0]
+            f.fix, f.fixable = None, False
+            f.message += " (not fixed: which vLLM release the launch runs is unknown)"
+            f.detail = _join(f.detail, f"Nothing in the tree says which vLLM release {launch.context} "
+                                       f"({launch.file.display}:{launch.line}) runs, and the fix keeps behaviour "
+                                       f"only from {fmt(fix.min_release)} on. Tell vllmlint: "
+                                       f"`# vllmlint: release=X.Y.Z` in {launch.file.display}, or "
+                                       f"`[tool.vllmlint.releases]` \"{launch.file.display}\" = \"X.Y.Z\" in the "
+                                       f"settings, or name the release the configs run with --target-version.")
 
 
 def _join(*parts: str) -> str:
@@ -71,9 +88,14 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
     `gate`: withhold fixes that need a newer release than their launch runs (check, not migrate)."""
     from . import suppress
 
+    if settings is not None:
+        from .release_links import declare
+
+        declare(project, settings)          # [tool.vllmlint.releases]: what the user says each path runs
     findings, problems = run_rules(project, [r for r in rules if not getattr(r, "post", False)], unsafe)
     if gate:
-        gate_fixes_by_release(findings)
+        explicit = settings is not None and getattr(settings, "target_explicit", False) and rules
+        gate_fixes_by_release(findings, tuple(rules[0].target) if explicit else None)
     if project.charts:          # a fix in a chart's values must render as exactly that change
         from ..parsers.helm import verify_fixes
         verify_fixes(project.charts, findings)

@@ -17,36 +17,17 @@ from __future__ import annotations
 
 import json
 import re
-from email.parser import HeaderParser
 from functools import lru_cache
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "requires.json"
 
 
-def from_metadata(text: str, origin: str = "") -> dict:
-    """{"python", "dist", "from"} of a core-metadata file (METADATA / PKG-INFO)."""
-    msg = HeaderParser().parsestr(text)
-    return {"python": (msg.get("Requires-Python") or "").strip(),
-            "dist": [" ".join(v.split()) for v in msg.get_all("Requires-Dist") or []],
-            "from": origin}
-
-
 def from_wheel(path: Path) -> dict | None:
-    """The requirements in a wheel's (or an unpacked wheel's folder's) vllm-*.dist-info/METADATA;
-    None when it has none (a source tree)."""
-    import zipfile
+    """The requirements in a wheel's METADATA (extract.wheel_requires: the extractor reads them)."""
+    from .extract import wheel_requires
 
-    if path.is_file() and zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as zf:
-            names = [n for n in zf.namelist() if re.fullmatch(r"vllm[^/]*\.dist-info/METADATA", n)]
-            if names:
-                return from_metadata(zf.read(names[0]).decode("utf-8", "replace"), f"{path.name}:{names[0]}")
-        return None
-    if path.is_dir():
-        for meta in sorted(path.glob("vllm*.dist-info/METADATA")):
-            return from_metadata(meta.read_text(encoding="utf-8", errors="replace"), f"{meta.parent.name}/METADATA")
-    return None
+    return wheel_requires(path)
 
 
 @lru_cache(maxsize=1)
@@ -78,32 +59,10 @@ def of_catalogue(cat) -> dict | None:
 
 def record_builtin(version: str, requires: dict, path: Path = DATA) -> None:
     """Write `requires` as release `version`'s entry of `path` (the built-in requires.json)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = {}
-    data[version] = requires
-    path.write_text(dumps(data), encoding="utf-8")
+    from .extract import record_requires
+
+    record_requires(path, version, requires)
     builtin.cache_clear()
-
-
-def dumps(data: dict) -> str:
-    """One release per block, one requirement per line: a new release is a readable diff."""
-    from ..versions import parse_version
-
-    def key(v: str):
-        try:
-            return (0, parse_version(v), v)
-        except ValueError:
-            return (1, (0, 0, 0), v)
-
-    blocks = []
-    for version in sorted(data, key=key):
-        entry = data[version]
-        dist = ",\n    ".join(json.dumps(d) for d in entry.get("dist", []))
-        blocks.append(f' {json.dumps(version)}: {{"python": {json.dumps(entry.get("python", ""))}, '
-                      f'"from": {json.dumps(entry.get("from", ""))},\n   "dist": [\n    {dist}]}}')
-    return "{\n" + ",\n".join(blocks) + "\n}\n"
 
 
 # --------------------------------------------------------------------------------------------
