@@ -146,7 +146,8 @@ def launches(paths, fmt, values_files, verbose):
     else:
         for row in rows:
             env = " ".join(f"{k}={'?' if v is None else v}" for k, v in row["env"].items())
-            release = f"  [release {row['release']} from {row['release_from']}]" if row["release"] else ""
+            release = f"  [release {row['release']} from {row['release_from']}]" if row["release"] else \
+                (f"  [release unknown: {row['release_unknown']}]" if row["release_unknown"] else "")
             click.echo(f"{row['path']}:{row['line']}: {row['kind']} ({row['context']}): "
                        f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release
                        + f"  [{row['via']}]"

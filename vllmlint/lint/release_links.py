@@ -40,12 +40,11 @@ from ..model.launch import Launch
 DIRECTIVE_RE = re.compile(r"(?m)#[ \t]*vllmlint:[ \t]*release[ \t]*=[ \t]*[\"']?(?P<v>[^\s\"'#]+)")
 # images of vLLM built by another project, or carrying a platform plugin or fork: their tags are
 # that project's versions (`opea/vllm:1.3`, `vault.habana.ai/gaudi-docker/1.21.0/...`)
-PLATFORM_BUILDS = {
+PLATFORM_BUILDS = {     # the publishing project first: `opea/vllm-rocm` is OPEA's
+    "rocm/*": "AMD ROCm", "opea/*": "OPEA", "intel/*": "Intel", "intelanalytics/*": "Intel IPEX-LLM",
     "*habana*": "Intel Gaudi (Habana)", "*gaudi*": "Intel Gaudi (Habana)",
     "*neuron*": "AWS Neuron", "*ascend*": "Ascend", "*spyre*": "IBM Spyre", "*vllm-omni*": "vLLM-Omni",
-    "rocm/*": "AMD ROCm", "*vllm-rocm*": "a ROCm build", "opea/*": "OPEA", "intel/*": "Intel",
-    "intelanalytics/*": "Intel IPEX-LLM", "*ipex*": "Intel IPEX-LLM", "*xpu*": "an Intel XPU build",
-    "*tpu*": "a TPU build",
+    "*vllm-rocm*": "ROCm", "*ipex*": "Intel IPEX-LLM", "*xpu*": "Intel XPU", "*tpu*": "TPU",
 }
 # vLLM's own images, whose tags are vLLM's even when a pattern above matches their path
 OWN_IMAGES = ("vllm/*", "*/vllm-openai", "*/vllm-openai-*", "*vllm-cpu-release-repo*")
@@ -168,7 +167,7 @@ def dockerfile_release(text: str, display: str, extra_images: tuple[str, ...]) -
             found = platform_release(final)
             if found is not None:
                 return found, f"image {final} in {display}", ""
-            return None, "", f"{display} builds on {final}, a {who} image whose tags are not vLLM's"
+            return None, "", f"{display} builds on {final}, built by or for {who}: its tags are not vLLM's releases"
         found = _image_release(final, extra_images)
         if found is not None:
             return found, f"image {final} in {display}", ""
@@ -396,5 +395,15 @@ def declare(project, settings) -> None:
         for pattern, version in releases.items():
             if _match(rel, pattern) or _match(launch.file.display, pattern):
                 launch.release = parse_version(version)
-                launch.release_from = f"setting releases {pattern!r} = {version!r} in {settings.source}"
+                launch.release_from = f"setting releases {pattern!r} = {version!r} in {_shown(settings.source)}"
                 break
+
+
+def _shown(path: str | None) -> str:
+    """A settings file as the user knows it: relative to the current folder when inside it."""
+    if not path:
+        return "the settings"
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path

@@ -64,7 +64,7 @@ def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> st
     custom tag: `rocm/vllm-dev:open-mi300-08052025`), else ""."""
     who = platform_build(image)
     if who and platform_release(image) is None:
-        return f"image {image} is a {who} build: its tags are not vLLM's releases"
+        return f"image {image} is built by or for {who}: its tags are not vLLM's releases"
     ref = parse_image(image)
     if ref is None or not ref.tag or not is_vllm_image(ref, extra_images) or MOVING_TAG_RE().match(ref.tag):
         return ""
