@@ -210,3 +210,13 @@ def test_check_deps_blocks_what_pip_cannot_resolve(tmp_path, local_index):
     assert snapshot(work) == before
     assert "pip cannot resolve the upgraded environment" in result.output
     assert "tokenizers" in result.output
+
+
+def test_blocked_environment_keeps_its_launch_config(tmp_path):
+    """The launch that runs a blocked environment keeps what its release reads: the fixes for
+    the new release wait with the pin."""
+    work = copy("deps/blocked-launch-kept", tmp_path)
+    before = snapshot(work)
+    result = run(["migrate", "--to", "0.30.0", "."], work)
+    assert snapshot(work) == before
+    assert "(not fixed: its vLLM pin is not bumped, see the blocker)" in result.output

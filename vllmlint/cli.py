@@ -284,9 +284,14 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     from .lint.migrate import SILENT, silent_changes
 
     silent = silent_changes(candidates, to_version, cache, helm_values)      # read before the tags are bumped
+    from .lint.requirements import blocked_launches
+
+    # launches whose environment keeps its vLLM pin (a blocker) keep their config too
+    hold = blocked_launches(load(candidates, cache=cache, helm_values=helm_values), to_version) \
+        if added is None else None
     with _progress(len(candidates) * max(len(steps), 1)):
         chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults},
-                          helm_values=helm_values, cache=cache)
+                          helm_values=helm_values, cache=cache, hold=hold)
     outcome = chain.outcome
     for line in file_notes(outcome.project, False):      # a chart that was not rendered
         click.echo(line, err=True)

@@ -79,13 +79,28 @@ def gate_fixes_by_release(findings: list[Finding], assumed: tuple[int, int, int]
                                        f"settings, or name the release the configs run with --target-version.")
 
 
+def hold_fixes(findings: list[Finding], hold) -> None:
+    """Withhold each release-dependent fix that changes a launch `hold(launch)` gives a reason
+    for (migrate: its vLLM pin is not bumped, so its config stays for the release it keeps)."""
+    for f in findings:
+        fix = f.fix
+        if fix is None or fix.min_release is None:
+            continue
+        reasons = [r for l in fix.launches if (r := hold(l))]
+        if reasons:
+            f.fix, f.fixable = None, False
+            f.message += " (not fixed: its vLLM pin is not bumped, see the blocker)"
+            f.detail = _join(f.detail, reasons[0])
+
+
 def _join(*parts: str) -> str:
     return " ".join(p for p in parts if p)
 
 
 def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=None, gate: bool = False):
     """Findings after suppressions and severity overrides; the suppressed ones with reasons.
-    `gate`: withhold fixes that need a newer release than their launch runs (check, not migrate)."""
+    `gate`: withhold fixes that need a newer release than their launch runs (check, not migrate);
+    a callable `hold(launch) -> reason`: withhold the fixes of the launches it names (migrate)."""
     from . import suppress
 
     if settings is not None:
@@ -93,7 +108,9 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
 
         declare(project, settings)          # [tool.vllmlint.releases]: what the user says each path runs
     findings, problems = run_rules(project, [r for r in rules if not getattr(r, "post", False)], unsafe)
-    if gate:
+    if callable(gate):          # migrate: launches whose environment's upgrade is blocked keep their config
+        hold_fixes(findings, gate)
+    elif gate:
         explicit = settings is not None and getattr(settings, "target_explicit", False) and rules
         gate_fixes_by_release(findings, tuple(rules[0].target) if explicit else None)
     if project.charts:          # a fix in a chart's values must render as exactly that change

@@ -434,3 +434,28 @@ def pip_resolves(env: Environment, bump, extra: list, target: tuple[int, int, in
         return ""
     errors = [l for l in done.stderr.splitlines() if l.startswith("ERROR")] or done.stderr.splitlines()[-1:]
     return " ".join(errors[-2:]) or f"pip exit {done.returncode}"
+
+
+def blocked_launches(project, target: tuple[int, int, int], check_deps: bool = False):
+    """`hold(launch) -> reason` for migrate's chain: the launches that run an environment whose
+    vLLM pin will not be bumped (a blocker), so no fix for the new release touches them; None
+    when no environment is blocked."""
+    from .migrate import find_bumps
+
+    blocked = [b for b in with_environments(find_bumps(project, target), project, target, check_deps)
+               if b.edit is None and b.why_not.startswith("blocker")]
+    if not blocked:
+        return None
+    by_path = {b.file.path: b for b in blocked}
+    by_folder = {b.file.path.parent: b for b in blocked if b.file.kind == "requirements"}
+
+    def hold(launch) -> str:
+        bump = by_path.get(launch.file.path)
+        if bump is None:
+            bump = next((b for b in blocked if b.file.display in launch.release_from), None)
+        if bump is None and "/requirements" in launch.release_from:
+            bump = next((b for folder, b in by_folder.items() if launch.file.path.is_relative_to(folder)), None)
+        return f"It runs the environment of {bump.file.display}:{bump.line}, whose vLLM pin stays: {bump.why_not}" \
+            if bump is not None else ""
+
+    return hold
