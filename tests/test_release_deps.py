@@ -220,3 +220,19 @@ def test_blocked_environment_keeps_its_launch_config(tmp_path):
     result = run(["migrate", "--to", "0.30.0", "."], work)
     assert snapshot(work) == before
     assert "(not fixed: its vLLM pin is not bumped, see the blocker)" in result.output
+
+
+@pytest.mark.parametrize("image, release, unnamed", [
+    ("opea/vllm-rocm:1.3.0", None, True),                      # OPEA's 1.3.0, not vLLM's
+    ("intel/vllm:0.10.2-xpu", None, True),
+    ("rocm/vllm:rocm6.4.1_vllm_0.9.1_20250715", (0, 9, 1), False),     # the tag names the release
+    ("quay.io/ascend/vllm-ascend:v0.9.1", None, True),         # the plugin's version
+    ("vault.habana.ai/gaudi-docker/1.21.0/ubuntu22.04/habanalabs/pytorch-installer-2.6.0:latest", None, True),
+    ("vllm/vllm-tpu:v0.9.0", (0, 9, 0), False),                # vLLM's own TPU image: vLLM's tags
+    ("public.ecr.aws/q9t5s3a7/vllm-openai:v0.22.0", (0, 22, 0), False),    # a mirror of vLLM's own
+])
+def test_platform_build_tags_are_not_vllm_releases(image, release, unnamed):
+    from vllmlint.lint.releases import release_from_image, unnamed_release
+
+    assert release_from_image(image) == release
+    assert bool(unnamed_release(image)) is unnamed
