@@ -116,7 +116,7 @@ spec:
     shutil.rmtree(tmp_path / "chart")
     result = CliRunner().invoke(main, ["check", "--fix", "."], catch_exceptions=False)
     assert "VLLM_ATTENTION_BACKEND" in (tmp_path / "models/qwen.yaml").read_text()
-    assert "release the launch runs is unknown" in result.stdout
+    assert "its vLLM release is unknown" in result.stdout
     CliRunner().invoke(main, ["check", "--fix", "--target-version", "0.30.0", "."], catch_exceptions=False)
     assert "--attention-backend=FLASHINFER" in (tmp_path / "models/qwen.yaml").read_text()
 

@@ -82,7 +82,7 @@ def test_unknown_release_is_held_until_named(tmp_path):
     work = copy("releases/unknown", tmp_path)
     result = run(["check", "--fix", "."], work)
     assert VAR in (work / "serve.sh").read_text()
-    assert "not fixed: which vLLM release the launch runs is unknown" in result.output
+    assert "not fixed: its vLLM release is unknown" in result.output
     detail = json.loads(run(["check", "--format", "json", "."], work).stdout)
     assert any("# vllmlint: release=X.Y.Z" in f["detail"] and "[tool.vllmlint.releases]" in f["detail"]
                for f in detail)

@@ -70,7 +70,7 @@ def gate_fixes_by_release(findings: list[Finding], assumed: tuple[int, int, int]
         if unknown and not (assumed is not None and assumed >= fix.min_release):
             launch = unknown[0]
             f.fix, f.fixable = None, False
-            f.message += " (not fixed: which vLLM release the launch runs is unknown)"
+            f.message += " (not fixed: its vLLM release is unknown)"
             f.detail = _join(f.detail, f"Nothing in the tree says which vLLM release {launch.context} "
                                        f"({launch.file.display}:{launch.line}) runs, and the fix keeps behaviour "
                                        f"only from {fmt(fix.min_release)} on. Tell vllmlint: "

@@ -409,8 +409,13 @@ def pip_resolves(env: Environment, bump, extra: list, target: tuple[int, int, in
     replaced = {(b.edit.file.path, b.edit.start): b.edit.text for b in extra}
     lines = []
     for req in env.reqs:
-        if req.url or not req.name:
-            lines.append(req.text)
+        # only named requirements and wheel URLs: a local path or VCS URL would be built, and
+        # `--only-binary :all:` below refuses every build (nothing of the tree, nor of an sdist, runs)
+        if not req.name:
+            continue
+        if req.url:
+            if req.text.startswith("https://") and req.text.endswith(".whl"):
+                lines.append(req.text)
             continue
         span = _version_span(req)
         text = req.text
@@ -423,9 +428,9 @@ def pip_resolves(env: Environment, bump, extra: list, target: tuple[int, int, in
         reqfile = Path(tmp) / "requirements.txt"
         reqfile.write_text("\n".join(lines) + "\n")
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-               "--report", str(Path(tmp) / "report.json"), "-r", str(reqfile)]
+               "--only-binary", ":all:", "--report", str(Path(tmp) / "report.json"), "-r", str(reqfile)]
         if env.python:
-            cmd += ["--python-version", env.python, "--only-binary", ":all:", "--target", str(Path(tmp) / "t")]
+            cmd += ["--python-version", env.python, "--target", str(Path(tmp) / "t")]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as err:
