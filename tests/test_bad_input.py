@@ -18,8 +18,9 @@ from click.testing import CliRunner
 from vllmlint.lint import engine
 from vllmlint.cli import main
 
-GOOD = "#!/bin/sh\nexport VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1\nvllm serve m --port 8000\n"
-GOOD_FIXED = "#!/bin/sh\nvllm serve m --port 8000 --enable-scale-out\n"
+# the directive names the release launch.sh runs: VL001's fix (a flag from 0.30.0 on) needs it
+GOOD = "#!/bin/sh\n# vllmlint: release=0.30.0\nexport VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1\nvllm serve m --port 8000\n"
+GOOD_FIXED = "#!/bin/sh\n# vllmlint: release=0.30.0\nvllm serve m --port 8000 --enable-scale-out\n"
 
 
 def invoke(*args: str):
@@ -290,7 +291,8 @@ def test_10000_deep_shell_and_json_are_read_flat(data, tmp_path: Path):
 
 # -- templates ---------------------------------------------------------------------------------
 
-HELM = """apiVersion: apps/v1
+HELM = """# vllmlint: release=0.30.0
+apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: {{ include "chart.fullname" . }}

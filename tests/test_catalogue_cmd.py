@@ -232,3 +232,45 @@ def test_add_the_installed_vllm(tmp_path, added_dir):
     res = cli("check", "--target-version", "cpu", "--format", "json", proj)
     [f] = json.loads(res.output)
     assert f["code"] == "VL302" and "vLLM cpu will not start" in f["message"]
+
+
+def with_metadata(version: str):
+    def edit(files):
+        files = dict(files)
+        files[f"vllm-{version.split('+')[0]}.dist-info/METADATA"] = (
+            f"Metadata-Version: 2.4\nName: vllm\nVersion: {version}\nRequires-Python: <3.15,>=3.11\n"
+            "Requires-Dist: torch==2.14.0\nRequires-Dist: huggingface_hub>=1.31.0\n"
+            "Requires-Dist: pandas; extra == \"bench\"\n\nvLLM\n")
+        return files
+    return edit
+
+
+def test_add_records_the_wheels_requirements(tmp_path, added_dir):
+    """The wheel's METADATA: Requires-Python and Requires-Dist, for `catalogue show --requires`
+    and migrate's environments; --builtin keeps them in the catalogue's requires.json."""
+    whl = make_wheel(tmp_path, edit=with_metadata(NIGHTLY))
+    assert cli("catalogue", "add", whl, "--name", "nightly").exit_code == 0
+    data = json.loads((added_dir / "nightly.json").read_text())
+    assert data["requires"]["python"] == "<3.15,>=3.11"
+    assert data["requires"]["dist"] == ["torch==2.14.0", "huggingface_hub>=1.31.0", 'pandas; extra == "bench"']
+    shown = cli("catalogue", "show", "nightly", "--requires")
+    assert shown.stdout.splitlines() == ["Requires-Python: <3.15,>=3.11", "Requires-Dist: torch==2.14.0",
+                                         "Requires-Dist: huggingface_hub>=1.31.0",
+                                         'Requires-Dist: pandas; extra == "bench"']
+    whl = make_wheel(tmp_path, "9.1.0", edit=with_metadata("9.1.0"), tag="b")
+    assert cli("catalogue", "add", "--builtin", "-o", tmp_path / "cmd", whl).exit_code == 0
+    assert json.loads((tmp_path / "cmd" / "requires.json").read_text())["9.1.0"]["python"] == "<3.15,>=3.11"
+    assert "requires" not in json.loads((tmp_path / "cmd" / "vllm-9.1.0.json").read_text())
+
+
+def test_builtin_requirements_of_0_27_to_0_33():
+    """Read from the index's METADATA of each wheel (scripts/fetch_requires.py)."""
+    from vllmlint.knowledge.catalogue.requires import builtin, exact_pin, requirements
+
+    data = builtin()
+    for version in ("0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"):
+        assert data[version]["python"] and "torch" in requirements(data[version]), version
+    assert exact_pin(requirements(data["0.30.0"])["torch"]) == "2.13.0"
+    assert data["0.33.0"]["python"] == "<3.15,>=3.11"
+    shown = cli("catalogue", "show", "0.30.0", "--requires")
+    assert "Requires-Dist: huggingface_hub>=1.31.0" in shown.stdout.splitlines()

@@ -30,7 +30,7 @@ BAD_SCRIPT = "#!/bin/sh\nexport VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1\nvllm serve m 
 
 def test_json_fields_and_exit_1(tmp_path):
     write(tmp_path / "launch.sh", BAD_SCRIPT)
-    result = invoke("check", "--format", "json", str(tmp_path))
+    result = invoke("check", "--format", "json", "--target-version", "0.30.0", str(tmp_path))
     assert result.exit_code == 1
     [finding] = json.loads(result.stdout)
     assert finding["code"] == "VL001" and finding["name"] == "scale-out-env-removed"
@@ -52,7 +52,7 @@ def test_unparseable_file_is_reported_untouched_and_others_checked(tmp_path):
     broken = write(tmp_path / "broken.yaml", "services:\n  vllm: [1, 2\n  b: {\n")
     before = broken.read_bytes()
     write(tmp_path / "launch.sh", BAD_SCRIPT)
-    result = invoke("check", "--fix", str(tmp_path))
+    result = invoke("check", "--fix", "--target-version", "0.30.0", str(tmp_path))
     assert result.exit_code == 2
     assert f"{tmp_path}/broken.yaml:" in result.stderr
     assert broken.read_bytes() == before
@@ -73,7 +73,7 @@ def test_select_and_ignore(tmp_path):
 
 def test_diff_writes_nothing(tmp_path):
     script = write(tmp_path / "launch.sh", BAD_SCRIPT)
-    result = invoke("check", "--diff", str(tmp_path))
+    result = invoke("check", "--diff", "--target-version", "0.30.0", str(tmp_path))
     assert "+vllm serve m --port 8000 --enable-scale-out" in result.stdout
     assert script.read_text() == BAD_SCRIPT
 
@@ -81,7 +81,7 @@ def test_diff_writes_nothing(tmp_path):
 def test_fix_keeps_file_mode(tmp_path):
     script = write(tmp_path / "launch.sh", BAD_SCRIPT)
     script.chmod(0o751)
-    invoke("check", "--fix", str(tmp_path))
+    invoke("check", "--fix", "--target-version", "0.30.0", str(tmp_path))
     assert script.stat().st_mode & 0o777 == 0o751
     assert script.read_text() == "#!/bin/sh\nvllm serve m --port 8000 --enable-scale-out\n"
 

@@ -27,6 +27,9 @@ def invoke(*args: str, input: bytes | str | None = None):
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
     (tmp_path / "launch.sh").write_text(BAD_SCRIPT)
+    # the team's settings name the release the configs run: without it the release of launch.sh
+    # is unknown and VL001's fix (a flag that exists from 0.30.0 on) is held back
+    (tmp_path / ".vllmlint.toml").write_text('target-version = "0.30.0"\n')
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

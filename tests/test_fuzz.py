@@ -122,7 +122,8 @@ def fix_and_check(tree: Path, unsafe: bool = True) -> int:
     mp = MonkeyPatch()
     try:
         recorder = EditRecorder().install(mp)
-        outcome = check_and_fix(candidates, rules(), fix=True, unsafe=unsafe)
+        # gate off: the generated launches name no release, and what is fuzzed is how fixes are written
+        outcome = check_and_fix(candidates, rules(), fix=True, unsafe=unsafe, gate=False)
         internal = [str(p) for p in outcome.problems if "internal error" in p.reason]
         assert not internal, internal
         if outcome.dropped:          # refused because the result would not parse: reported, never written

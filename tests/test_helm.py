@@ -150,7 +150,7 @@ def test_check_reports_at_the_values_lines(tmp_path):
     assert f"{root}/values-prod.yaml:14:9: VL001" in out
     assert f"{root}/values-prod.yaml:12:20: VL302" in out
     launches = _check(["launches", str(root)]).output
-    assert "vllm serve facebook/opt-125m" in launches and "runs 0.29.0" in launches
+    assert "vllm serve facebook/opt-125m" in launches and "release 0.29.0 from" in launches
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
     _check(["check", "--fix", str(root)])
     _check(["check", "--fix", str(root)])
@@ -257,7 +257,7 @@ def test_same_values_without_the_chart_same_findings_same_migration(tmp_path):
         assert _found(with_chart, None) == _found(without, None) and _found(without)
     launches = _run(["launches", str(alone)]).stdout
     assert "vllm serve facebook/opt-125m --host 0.0.0.0 --port 8000 --no-enable-prefix-caching " \
-           "--disable-log-requests" in launches and "runs 0.29.0" in launches
+           "--disable-log-requests" in launches and "release 0.29.0 from" in launches
     assert _run(["migrate", "--to", "0.30.0", str(alone)]).returncode in (0, 1)
     assert (alone / "values-prod.yaml").read_text() == MIGRATED_VALUES
     assert _run(["migrate", "--to", "0.30.0", str(root)]).returncode in (0, 1)
@@ -411,7 +411,7 @@ other:
     - Qwen/Qwen2.5-7B-Instruct
 """)
     launches = _run(["launches", str(tmp_path)]).stdout
-    assert len(launches.splitlines()) == 1 and "runs 0.29.0" in launches
+    assert len(launches.splitlines()) == 1 and "release 0.29.0 from" in launches
     assert "VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1" in launches
     out = _run(["check", "--format", "json", str(tmp_path)])
     assert ("values.yaml", 9, 7, "VL001") in _found(out.stdout)

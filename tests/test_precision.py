@@ -84,7 +84,8 @@ def test_kubeai_model_runs_the_operators_oldest_vllm_image(tmp_path, monkeypatch
     """A KubeAI Model names no image: KubeAI's operator runs one of `modelServers.VLLM.images`.
     With the operator's chart values in the tree, the Model runs the oldest release they name
     (v0.8.3 here: `--attention-backend` does not exist there, so `--fix` must not swap
-    VLLM_ATTENTION_BACKEND for it; migrate does, with the bump). Without them: unknown, fixed."""
+    VLLM_ATTENTION_BACKEND for it; migrate does, with the bump). Without them: unknown, so the
+    fix is held back too, until the user names the release (`--target-version`)."""
     model = """\
 apiVersion: kubeai.org/v1
 kind: Model
@@ -113,7 +114,10 @@ spec:
     assert "VLLM_ATTENTION_BACKEND" in (tmp_path / "models/qwen.yaml").read_text()
     assert "runs 0.8.3 today" in result.stdout
     shutil.rmtree(tmp_path / "chart")
-    CliRunner().invoke(main, ["check", "--fix", "."], catch_exceptions=False)
+    result = CliRunner().invoke(main, ["check", "--fix", "."], catch_exceptions=False)
+    assert "VLLM_ATTENTION_BACKEND" in (tmp_path / "models/qwen.yaml").read_text()
+    assert "its vLLM release is unknown" in result.stdout
+    CliRunner().invoke(main, ["check", "--fix", "--target-version", "0.30.0", "."], catch_exceptions=False)
     assert "--attention-backend=FLASHINFER" in (tmp_path / "models/qwen.yaml").read_text()
 
 

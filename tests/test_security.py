@@ -180,7 +180,10 @@ def test_source_has_no_way_to_run_code():
                ("vllmlint/verify/benchrun.py", "subprocess.run"),
                # `catalogue add vllm==X.Y.Z` / `--latest`: `pip download --no-deps` / `pip index versions`
                # with a fixed argv; the wheel is read with `ast`, never installed or imported
-               ("vllmlint/knowledge/catalogue/download.py", "subprocess.run")}
+               ("vllmlint/knowledge/catalogue/download.py", "subprocess.run"),
+               # `migrate --check-deps` (opt-in): `pip install --dry-run --only-binary :all:` resolves
+               # the edited environment's named requirements; nothing is installed or built
+               ("vllmlint/lint/requirements.py", "subprocess.run")}
     risky_modules = {"os": {"system", "popen", "execv", "execve", "execvp", "execvpe", "execl", "execlp", "execle",
                             "spawnv", "spawnvp", "spawnl", "posix_spawn", "posix_spawnp", "startfile"},
                      "subprocess": None, "pickle": None, "marshal": None, "runpy": None, "ctypes": None,

@@ -180,11 +180,15 @@ def launches(paths, fmt, values_files, explain, verbose):
     from .lint.report import launch_dict
 
     try:
-        helm_values = load_settings(Path.cwd()).chart_values(values_files)
+        settings = load_settings(Path.cwd())
+        helm_values = settings.chart_values(values_files)
     except ConfigError as err:
         raise SettingsError(str(err)) from None
     candidates, missing = discover((list(paths) or ["."]) + _values_paths(helm_values, paths))
     project = load(candidates, helm_values=helm_values)
+    from .lint.release_links import declare
+
+    declare(project, settings)          # [tool.vllmlint.releases]
     for line in file_notes(project, verbose):
         click.echo(line, err=True)
     rows = [launch_dict(l) for l in project.launches]
@@ -193,7 +197,8 @@ def launches(paths, fmt, values_files, explain, verbose):
     else:
         for row in rows:
             env = " ".join(f"{k}={'?' if v is None else v}" for k, v in row["env"].items())
-            release = f"  [runs {row['release']}: {row['release_from']}]" if row["release"] else ""
+            release = f"  [release {row['release']} from {row['release_from']}]" if row["release"] else \
+                (f"  [release unknown: {row['release_unknown']}]" if row["release_unknown"] else "")
             click.echo(f"{row['path']}:{row['line']}: {row['kind']} ({row['context']}): "
                        f"{' '.join(row['argv'])}" + (f"  [env: {env}]" if env else "") + release
                        + f"  [{row['via']}]"
@@ -274,9 +279,12 @@ def server():
                    "the release it pins, migrate a copy, verify the copy on the target; write only when it passes.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
               help="With --verify: as for `vllmlint verify`.")
+@click.option("--check-deps", is_flag=True,
+              help="Ask pip (your configuration and index; nothing installed) whether each environment whose "
+                   "vLLM pin is bumped resolves after the edits; one that does not keeps its pin (a blocker).")
 @VERBOSE
 def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, rehearse, timeout, verbose,
-            values_files):
+            values_files, check_deps=False):
     """Repo migration: every safe fix for the upgrade, image tags and pins bumped.
 
     From an older release the fixes run as a chain, one step per catalogued release, each with
@@ -328,6 +336,10 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
 
     def post_edits(project):
         bumps = find_bumps(project, to_version)
+        from .lint.requirements import with_environments
+
+        # a vLLM pin moves with the pins its release needs, or not at all (a blocker)
+        bumps = with_environments(bumps, project, to_version, check_deps)
         if added is not None and not added.official:
             # an added nightly, fork or plugin install: which image or pin ships it is the user's call;
             # vLLM's own release wheel (`catalogue add vllm==X.Y.Z`) ships as vX.Y.Z like a built-in one
@@ -341,9 +353,14 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     from .lint.migrate import SILENT, silent_changes
 
     silent = silent_changes(candidates, to_version, cache, helm_values)      # read before the tags are bumped
+    from .lint.requirements import blocked_launches
+
+    # launches whose environment keeps its vLLM pin (a blocker) keep their config too
+    hold = blocked_launches(load(candidates, cache=cache, helm_values=helm_values), to_version) \
+        if added is None else None
     with _progress(len(candidates) * max(len(steps), 1)):
         chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults},
-                          helm_values=helm_values, cache=cache)
+                          helm_values=helm_values, cache=cache, hold=hold)
     outcome = chain.outcome
     for line in file_notes(outcome.project, False):      # a chart that was not rendered
         click.echo(line, err=True)
@@ -692,6 +709,42 @@ def catalogue_diff(a, b, fmt):
             raise click.BadParameter(str(err), param_hint=hint) from None
     d = diff(*cats)
     click.echo(json.dumps(d, indent=1) if fmt == "json" else render_text(d))
+
+
+@catalogue.command("show")
+@click.argument("release")
+@click.option("--requires", "requires", is_flag=True,
+              help="The wheel's Requires-Python and Requires-Dist (what an environment must hold to run it).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def catalogue_show(release, requires, fmt):
+    """What vllmlint knows of RELEASE (a built-in number, `latest`, or an added name): counts, and
+    with --requires the requirements of its wheel, read from the wheel's METADATA."""
+    from .knowledge.catalogue import named
+    from .knowledge.catalogue.requires import of_catalogue
+
+    try:
+        cat = named(release, click.get_current_context().obj)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="'RELEASE'") from None
+    req = of_catalogue(cat)
+    if fmt == "json":
+        out = {"name": cat.name, "version": cat.version, "flags": len(cat.flags), "env": len(cat.env),
+               "json_flags": len(cat.json)}
+        if requires:
+            out["requires"] = req
+        click.echo(json.dumps(out, indent=1))
+        return
+    if not requires:
+        click.echo(f"{cat.name}: vLLM {cat.version}, {len(cat.flags)} flags, {len(cat.env)} env vars, "
+                   f"{len(cat.json)} JSON config flags" + ("" if req else "; requirements not recorded"))
+        return
+    if req is None:
+        raise click.ClickException(f"{cat.name}: no requirements recorded (the wheel it was read from had no "
+                                   f"METADATA, or the package index had no wheel of it)")
+    click.echo(f"Requires-Python: {req['python'] or '(any)'}")
+    for line in req["dist"]:
+        click.echo(f"Requires-Dist: {line}")
+    click.echo(f"from {req['from']}", err=True)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,

@@ -70,6 +70,7 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
     else:
         target_version, added = resolve_target(target_version, "'--target-version'", added_dir)
         settings.target_version = added.name if added is not None else ".".join(map(str, target_version))
+        settings.target_explicit = True
     use_catalogue(added)
     settings.topology = topology or settings.topology
     settings.model_config = model_config or settings.model_config

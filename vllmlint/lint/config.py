@@ -15,6 +15,9 @@ found from the current folder upwards; command-line options win.
     fail-level = "warning"     # the lowest severity that fails `check` (error | warning | info)
     helm-values = {"charts/serving" = ["values-prod.yaml"]}   # values files rendered on top of a chart's values.yaml
     catalogue-dir = "ops/vllm-catalogue"   # releases added with `vllmlint catalogue add` (committed)
+
+    [tool.vllmlint.releases]   # the vLLM release launches run where nothing in the tree says it
+    "bench/**" = "0.22.0"
 """
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ from ..model.record import field, record
 from pathlib import Path
 
 KEYS = {"target-version", "select", "extend-select", "ignore", "exclude", "per-file-ignores", "severity", "topology",
-        "model-config", "prompt-tokens", "fail-level", "helm-values", "catalogue-dir"}
+        "model-config", "prompt-tokens", "fail-level", "helm-values", "catalogue-dir",
+        "releases"}
 
 
 class ConfigError(Exception):
@@ -53,6 +57,8 @@ class Settings:
     def where(self, key: str) -> str:
         """`pyproject.toml:7`: where a key was set, for an error message."""
         return _where(_display(Path(self.source)) if self.source else "settings", self.lines.get(key, 0))
+    releases: dict[str, str] = field(default_factory=dict)    # path glob -> the vLLM release launches there run
+    target_explicit: bool = False       # the target was named (command line or settings), not the default
 
     def chart_values(self, extra: tuple[str, ...] = ()) -> dict:
         """For `load`: chart root (None: every chart) -> values files, absolute. A values file
@@ -83,7 +89,7 @@ class Settings:
                 "ignore": self.ignore, "exclude": self.exclude, "per-file-ignores": self.per_file_ignores,
                 "severity": self.severity, "topology": self.topology, "model-config": self.model_config,
                 "prompt-tokens": self.prompt_tokens, "fail-level": self.fail_level,
-                "helm-values": self.helm_values, "catalogue-dir": self.catalogue_dir}
+                "helm-values": self.helm_values, "catalogue-dir": self.catalogue_dir, "releases": self.releases}
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -228,6 +234,11 @@ def load_settings(start: Path, explicit: str | None = None) -> Settings:
             error("prompt-tokens", f"must be a positive whole number, not {value!r}")
         else:
             settings.prompt_tokens = value
+    try:
+        settings.releases = _releases(data.get("releases", {}))
+    except ValueError as e:
+        error("releases", str(e))
+    settings.target_explicit = "target-version" in data
     if errors:
         raise ConfigError("\n".join(e for _, e in sorted(errors, key=lambda e: e[0])))
     return settings
@@ -302,3 +313,18 @@ def value_line(text: str, table: str, key: str, value: str) -> int:
                 or line.strip().startswith(f"{value}="):
             return n
     return 0
+
+
+def _releases(table) -> dict[str, str]:
+    """`releases = {"bench/**" = "0.22.0"}`: path globs to the release X.Y.Z launches there run."""
+    from ..knowledge.versions import fmt, parse_version
+
+    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+        raise ValueError("must be a table of path glob = \"X.Y.Z\" (the vLLM release run there)")
+    out = {}
+    for glob, value in table.items():
+        try:
+            out[glob] = fmt(parse_version(value.strip().lstrip("v")))
+        except ValueError:
+            raise ValueError(f"{glob!r} = {value!r} is not a release X.Y.Z") from None
+    return out

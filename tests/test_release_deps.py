@@ -1,0 +1,238 @@
+"""A fix that depends on the release needs the release; a vLLM pin moves with its environment.
+
+fixtures/releases/<case>/   trees whose launch's release is written in another file (a workflow's
+                            env or matrix, a Dockerfile that COPYs the launcher, compose build:,
+                            a config's image:), declared (directive, settings), unknown, or a
+                            platform build's: `check --fix` keeps the config unless the release is
+                            known and the fix keeps behaviour there; `launches` says where from.
+fixtures/deps/<case>/       `migrate` on a vLLM pin with the other pins of its environment.
+Network: never (pip is pointed at a folder of wheels built here, its own config ignored).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vllmlint.cli import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+VAR = "VLLM_MM_HASHER_ALGORITHM"          # read by vLLM up to 0.29.0; its flag from 0.30.0 on
+
+
+def run(args, cwd: Path, env: dict | None = None):
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, args, catch_exceptions=False, env=env)
+    finally:
+        os.chdir(old)
+
+
+def copy(case: str, tmp_path: Path) -> Path:
+    work = tmp_path / "tree"
+    shutil.copytree(FIXTURES / case, work)
+    return work
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# --------------------------------------------------------------------------------------------
+# Releases
+# --------------------------------------------------------------------------------------------
+HELD = {   # case -> (the launch's file, what `launches` says its release is from)
+    "workflow-env": ("bench/serve.sh", "release 0.22.0 from VLLM_VERSION=0.22.0 in .github/workflows/bench.yml:7"),
+    "workflow-matrix": ("ci/run_server.sh", "release 0.24.0 from VLLM_IMAGE=vllm/vllm-openai:v0.24.0 in "
+                                            ".github/workflows/e2e.yml:7 (the oldest of its matrix)"),
+    "dockerfile-copy": ("scripts/start.sh", "release 0.22.0 from image vllm/vllm-openai:v0.22.0 in Dockerfile, "
+                                            "which copies it (Dockerfile:2)"),
+    "dockerfile-copy-pin": ("app/launch.py", "release 0.22.0 from pin vllm==0.22.0 in Dockerfile, which copies it "
+                                             "(Dockerfile:3)"),
+    "compose-build": ("compose.yaml", "release 0.23.0 from image vllm/vllm-openai:v0.23.0 in server/Dockerfile, "
+                                      "which `build:` names (compose.yaml)"),
+    "config-image": ("run_bench.py", "release 0.22.0 from image vllm/vllm-openai:v0.22.0 in configs/bench.yaml:2"),
+    "settings": ("bench/serve.sh", "release 0.22.0 from setting releases 'bench/**' = '0.22.0' in pyproject.toml"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HELD))
+def test_fix_held_back_on_the_release_another_file_names(case, tmp_path):
+    work = copy(f"releases/{case}", tmp_path)
+    path, source = HELD[case]
+    shown = run(["launches", "."], work)
+    assert f"[{source}]" in shown.output, shown.output
+    before = snapshot(work)
+    for args in (["check", "--fix", "."], ["check", "--fix", "--target-version", "0.30.0", "."]):
+        result = run(args, work)
+        assert snapshot(work) == before, f"{args}: the release it runs still reads {VAR}"
+        assert "today: fix with `vllmlint migrate --to 0.30.0`" in result.output
+    # the upgrade does it: the release moves with the fix (or, where the release is outside the
+    # tree's reach, migrate says what it could not bump)
+    assert (work / path).read_text().count(VAR) == 1
+
+
+def test_unknown_release_is_held_until_named(tmp_path):
+    work = copy("releases/unknown", tmp_path)
+    result = run(["check", "--fix", "."], work)
+    assert VAR in (work / "serve.sh").read_text()
+    assert "not fixed: its vLLM release is unknown" in result.output
+    detail = json.loads(run(["check", "--format", "json", "."], work).stdout)
+    assert any("# vllmlint: release=X.Y.Z" in f["detail"] and "[tool.vllmlint.releases]" in f["detail"]
+               for f in detail)
+    run(["check", "--fix", "--target-version", "0.30.0", "."], work)
+    assert VAR not in (work / "serve.sh").read_text()
+    assert "--mm-hasher-algorithm=sha256" in (work / "serve.sh").read_text()
+
+
+def test_directive_names_the_release(tmp_path):
+    work = copy("releases/directive", tmp_path)
+    assert "[release 0.30.0 from directive at serve.sh:2]" in run(["launches", "."], work).output
+    run(["check", "--fix", "."], work)
+    assert VAR not in (work / "serve.sh").read_text()
+
+
+def test_platform_builds_are_never_fixed_automatically(tmp_path):
+    work = copy("releases/platform", tmp_path)
+    shown = run(["launches", "."], work).output
+    assert "opea/vllm-rocm:1.3.0 is built by or for OPEA" in shown          # not vLLM 1.3.0
+    assert "pytorch-inference-vllm-neuronx:0.9.1-neuronx-py310-sdk2.24.0-ubuntu22.04 is built by or for " \
+           "AWS Neuron" in shown
+    assert "habanalabs/pytorch-installer-2.6.0:latest is built by or for Intel Gaudi" in shown
+    assert "[release 0.9.1 from image rocm/vllm:rocm6.4.1_vllm_0.9.1_20250715]" in shown   # the tag names it
+    before = snapshot(work)
+    run(["check", "--fix", "--target-version", "0.30.0", "."], work)
+    assert snapshot(work) == before
+
+
+def test_releases_setting_is_validated(tmp_path):
+    (tmp_path / ".vllmlint.toml").write_text('[releases]\n"bench/**" = "latest"\n')
+    result = run(["check", "."], tmp_path)
+    assert result.exit_code == 2
+    assert "releases: 'bench/**' = 'latest' is not a release X.Y.Z" in result.output
+    (tmp_path / ".vllmlint.toml").write_text('releases = ["bench/**"]\n')
+    assert run(["check", "."], tmp_path).exit_code == 2
+
+
+# --------------------------------------------------------------------------------------------
+# Environments
+# --------------------------------------------------------------------------------------------
+def test_torch_is_bumped_with_vllm(tmp_path):
+    work = copy("deps/torch-with-vllm", tmp_path)
+    result = run(["migrate", "--to", "0.30.0", "."], work)
+    assert result.exit_code in (0, 1), result.output
+    text = (work / "Dockerfile").read_text()
+    assert "vllm==0.30.0 torch==2.13.0 \\\n    torchvision==0.28.0 \"transformers>=5.10\"" in text
+    assert "pin (vLLM 0.30.0 needs it) torch==2.11.0 -> torch==2.13.0" in result.output
+
+
+def test_constraints_file_moves_with_requirements(tmp_path):
+    work = copy("deps/requirements-constraints", tmp_path)
+    run(["migrate", "--to", "0.30.0", "."], work)
+    assert "vllm==0.30.0" in (work / "requirements.txt").read_text()
+    assert (work / "constraints.txt").read_text() == "torch==2.13.0\ntorchvision==0.28.0\n"
+    assert "torchaudio==2.11.0  # audio models" in (work / "requirements.txt").read_text()   # 0.30.0 pins it too
+
+
+BLOCKED = {   # case, target -> what the summary says
+    ("range-conflict", "0.30.0"): "huggingface_hub<1.0 and vLLM 0.30.0's huggingface_hub>=1.31.0 admit no common version",
+    ("exact-conflict", "0.30.0"): "huggingface_hub==0.23.4 does not satisfy vLLM 0.30.0's huggingface_hub>=1.31.0",
+    ("python310", "0.33.0"): "vLLM 0.33.0 requires Python <3.15,>=3.11; base image python:3.10-slim runs Python 3.10",
+    ("sglang-dep", "0.30.0"): "vLLM is installed here as a dependency of SGLang (sglang[all]==0.4.6.post5)",
+    ("wheel-url", "0.30.0"): "is a wheel built for torch 2.6; vLLM 0.30.0 pins torch==2.13.0",
+}
+
+
+@pytest.mark.parametrize("case,target", sorted(BLOCKED))
+def test_blocked_environment_keeps_its_vllm(case, target, tmp_path):
+    work = copy(f"deps/{case}", tmp_path)
+    before = snapshot(work)
+    result = run(["migrate", "--to", target, "--report", str(tmp_path / "pr.md"), "."], work)
+    assert snapshot(work) == before, "never a half-upgraded environment"
+    assert BLOCKED[(case, target)] in result.output
+    assert "blocker, not bumped" in (tmp_path / "pr.md").read_text()
+
+
+def test_sglang_base_image_keeps_its_vllm(tmp_path):
+    work = copy("deps/sglang-dep", tmp_path)
+    result = run(["migrate", "--to", "0.30.0", "."], work)
+    assert "dependency of SGLang (base image lmsysorg/sglang:v0.4.6.post5-cu124)" in result.output
+    assert "vllm==0.27.0" in (work / "Dockerfile.base").read_text()
+
+
+# --------------------------------------------------------------------------------------------
+# --check-deps: pip asked, against a local folder of wheels
+# --------------------------------------------------------------------------------------------
+def wheel(folder: Path, name: str, version: str, requires: list[str] = (), python: str = "") -> None:
+    """A metadata-only wheel (pip's resolver reads nothing else in a dry run)."""
+    dist = f"{name}-{version}.dist-info"
+    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta += [f"Requires-Python: {python}"] if python else []
+    meta += [f"Requires-Dist: {r}" for r in requires]
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as zf:
+        zf.writestr(f"{dist}/METADATA", "\n".join(meta) + "\n")
+        zf.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(f"{dist}/RECORD", "")
+
+
+@pytest.fixture
+def local_index(tmp_path):
+    links = tmp_path / "wheels"
+    links.mkdir()
+    wheel(links, "vllm", "0.27.0", ["torch==2.11.0"])
+    wheel(links, "vllm", "0.30.0", ["torch==2.13.0", "torchvision==0.28.0"])
+    for name, version in (("torch", "2.11.0"), ("torch", "2.13.0"), ("torchvision", "0.26.0"),
+                          ("torchvision", "0.28.0")):
+        wheel(links, name, version)
+    wheel(links, "transformers", "5.10.4")
+    return {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(links),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_CONSTRAINT": ""}
+
+
+def test_check_deps_resolves_with_pip(tmp_path, local_index):
+    work = copy("deps/torch-with-vllm", tmp_path)
+    result = run(["migrate", "--to", "0.30.0", "--check-deps", "."], work, env=local_index)
+    assert "vllm==0.30.0 torch==2.13.0" in (work / "Dockerfile").read_text(), result.output
+
+
+def test_check_deps_blocks_what_pip_cannot_resolve(tmp_path, local_index):
+    work = copy("deps/torch-with-vllm", tmp_path)
+    dockerfile = work / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace('"transformers>=5.10"', "tokenizers==0.99.0"))
+    before = snapshot(work)
+    result = run(["migrate", "--to", "0.30.0", "--check-deps", "."], work, env=local_index)
+    assert snapshot(work) == before
+    assert "pip cannot resolve the upgraded environment" in result.output
+    assert "tokenizers" in result.output
+
+
+def test_blocked_environment_keeps_its_launch_config(tmp_path):
+    """The launch that runs a blocked environment keeps what its release reads: the fixes for
+    the new release wait with the pin."""
+    work = copy("deps/blocked-launch-kept", tmp_path)
+    before = snapshot(work)
+    result = run(["migrate", "--to", "0.30.0", "."], work)
+    assert snapshot(work) == before
+    assert "(not fixed: its vLLM pin is not bumped, see the blocker)" in result.output
+
+
+@pytest.mark.parametrize("image, release, unnamed", [
+    ("opea/vllm-rocm:1.3.0", None, True),                      # OPEA's 1.3.0, not vLLM's
+    ("intel/vllm:0.10.2-xpu", None, True),
+    ("rocm/vllm:rocm6.4.1_vllm_0.9.1_20250715", (0, 9, 1), False),     # the tag names the release
+    ("quay.io/ascend/vllm-ascend:v0.9.1", None, True),         # the plugin's version
+    ("vault.habana.ai/gaudi-docker/1.21.0/ubuntu22.04/habanalabs/pytorch-installer-2.6.0:latest", None, True),
+    ("vllm/vllm-tpu:v0.9.0", (0, 9, 0), False),                # vLLM's own TPU image: vLLM's tags
+    ("public.ecr.aws/q9t5s3a7/vllm-openai:v0.22.0", (0, 22, 0), False),    # a mirror of vLLM's own
+])
+def test_platform_build_tags_are_not_vllm_releases(image, release, unnamed):
+    from vllmlint.lint.releases import release_from_image, unnamed_release
+
+    assert release_from_image(image) == release
+    assert bool(unnamed_release(image)) is unnamed

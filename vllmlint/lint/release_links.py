@@ -1,0 +1,409 @@
+"""The release of a launch whose own file does not say it, followed where the repository
+links it explicitly, and the builds whose tags are not vLLM's.
+
+`releases.assign_releases` reads a launch's own image and pins. What is still unknown after it
+is looked for, in this order, only through links written in the repository (nothing guessed
+from a folder's name or a file lying near):
+
+1. a directive in the launch's file, `# vllmlint: release=0.22.0` (the user says);
+2. a Dockerfile that `COPY`s or `ADD`s the launcher's file (or a folder holding it, named: not
+   `COPY . .`): the launcher runs in that image, so it runs the release of the Dockerfile's
+   vLLM base image (`FROM vllm/vllm-openai:v0.22.0`) or of its one `vllm==X` pin;
+3. a compose service that `build:`s its image from a Dockerfile: the release of that Dockerfile;
+4. a CI workflow (`.github/workflows/*.yml`) that runs the launcher (its `run:` names the file)
+   and sets, in `env:` or a `matrix:`, a variable the launcher reads by name (`$VLLM_VERSION`,
+   `${VLLM_IMAGE}`, `os.environ["VLLM_VERSION"]`) to a release or a vLLM image of one; a matrix
+   of several: the oldest (a fix must keep behaviour on each);
+5. a config file the launcher names (`bench.py --config configs/bench.yaml`) whose `image:` is
+   a vLLM image of a release (several: the oldest).
+
+Then `declare` (with the settings) fills what is still unknown from `[tool.vllmlint.releases]`
+(path globs -> release). The tree's own evidence wins over what the user declares: a directive
+or a setting left behind after an upgrade never hides the image or pin the launch now runs.
+
+A build that carries a platform plugin or a fork (Gaudi/Habana, Neuron, Ascend, Spyre, vLLM-Omni,
+vendor images republished by another project: OPEA, ROCm builds, Intel) versions its own tags:
+such a tag is never read as a vLLM release unless it names one (`rocm6.4.1_vllm_0.9.1_...`),
+and the launch's release stays unknown with the reason (no automatic removal on it).
+"""
+from __future__ import annotations
+
+import os
+import re
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from ..knowledge.images import is_vllm_image, parse_image, plugin_of
+from ..knowledge.versions import fmt, parse_version
+from ..model.launch import Launch
+
+DIRECTIVE_RE = re.compile(r"(?m)#[ \t]*vllmlint:[ \t]*release[ \t]*=[ \t]*[\"']?(?P<v>[^\s\"'#]+)")
+# images of vLLM built by another project, or carrying a platform plugin or fork: their tags are
+# that project's versions (`opea/vllm:1.3`, `vault.habana.ai/gaudi-docker/1.21.0/...`)
+PLATFORM_BUILDS = {     # the publishing project first: `opea/vllm-rocm` is OPEA's
+    "rocm/*": "AMD ROCm", "opea/*": "OPEA", "intel/*": "Intel", "intelanalytics/*": "Intel IPEX-LLM",
+    "*habana*": "Intel Gaudi (Habana)", "*gaudi*": "Intel Gaudi (Habana)",
+    "*neuron*": "AWS Neuron", "*ascend*": "Ascend", "*spyre*": "IBM Spyre", "*vllm-omni*": "vLLM-Omni",
+    "*vllm-rocm*": "ROCm", "*ipex*": "Intel IPEX-LLM", "*xpu*": "Intel XPU", "*tpu*": "TPU",
+}
+# vLLM's own images, whose tags are vLLM's even when a pattern above matches their path
+OWN_IMAGES = ("vllm/*", "*/vllm-openai", "*/vllm-openai-*", "*vllm-cpu-release-repo*")
+# `vllm_0.9.1`, `vllm-v0.9.1`, `vllm0.8.3` inside a platform build's tag: it names the release
+EMBEDDED_RE = re.compile(r"(?:^|[_.-])vllm[_-]?v?(\d+)\.(\d+)\.(\d+)(?!\d)", re.I)
+RELEASE_VALUE_RE = re.compile(r"^[\"']?(?:vllm\s*==\s*)?v?(\d+\.\d+\.\d+)(?:\.post\d+)?[\"']?$")
+COPY_RE = re.compile(r"(?im)^[ \t]*(?:COPY|ADD)[ \t]+(?P<args>.+)$")
+FROM_RE = re.compile(r"(?im)^[ \t]*FROM[ \t]+(?:--platform=\S+[ \t]+)?(?P<image>\S+)")
+VLLM_PIN_RE = re.compile(r"(?<![\w./-])vllm(?:\[[\w,\s-]+\])?\s*==\s*(\d+\.\d+\.\d+)(?:\.post\d+)?(?![\w.])")
+CONFIG_NAME_RE = re.compile(r"[\w./-]+\.(?:ya?ml|json)\b")
+SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "site-packages"}
+MAX_SCAN = 4000          # files looked at under one repository root
+
+
+def platform_build(image: str | None) -> str:
+    """The plugin, fork or vendor a build of vLLM comes from when its tags are not vLLM's
+    (`opea/vllm:1.3` -> "OPEA"), else ""."""
+    ref = parse_image(image)
+    if ref is None:
+        return ""
+    if any(fnmatchcase(ref.path, g) for g in OWN_IMAGES) and not plugin_of(image):
+        return ""
+    plugin = plugin_of(image)
+    if plugin:
+        return plugin
+    for glob, who in PLATFORM_BUILDS.items():
+        if fnmatchcase(ref.path, glob) or fnmatchcase(ref.name.lower(), glob):
+            return who
+    return ""
+
+
+def platform_release(image: str | None) -> tuple[int, int, int] | None:
+    """The vLLM release a platform build's tag names itself (`..._vllm_0.9.1_...`), else None."""
+    ref = parse_image(image)
+    m = EMBEDDED_RE.search(ref.tag or "") if ref is not None else None
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def _release(text: str) -> tuple[int, int, int] | None:
+    m = RELEASE_VALUE_RE.match(text.strip())
+    return parse_version(m.group(1)) if m else None
+
+
+def _image_release(value: str, extra_images: tuple[str, ...]) -> tuple[int, int, int] | None:
+    from .releases import release_from_image
+
+    value = value.strip().strip("'\"")
+    if platform_build(value):
+        return platform_release(value)
+    return release_from_image(value, extra_images) if is_vllm_image(value, extra_images) else None
+
+
+def _value_release(value: str, extra_images: tuple[str, ...]) -> tuple[int, int, int] | None:
+    """A release named by a variable's value: `0.22.0`, `v0.22.0`, `vllm==0.22.0`, a vLLM image."""
+    return _release(value) or _image_release(value, extra_images)
+
+
+# --------------------------------------------------------------------------------------------
+# The repository around the launches
+# --------------------------------------------------------------------------------------------
+class Repo:
+    """Files of one repository root, read on first use (only when a launch's release is unknown)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._files: list[Path] | None = None
+        self._texts: dict[Path, str | None] = {}
+
+    def files(self) -> list[Path]:
+        if self._files is None:
+            found: list[Path] = []
+            for folder, dirs, names in os.walk(self.root):
+                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and (not d.startswith(".") or d == ".github"))
+                found.extend(Path(folder) / n for n in sorted(names))
+                if len(found) > MAX_SCAN:
+                    break
+            self._files = found
+        return self._files
+
+    def text(self, path: Path) -> str | None:
+        if path not in self._texts:
+            try:
+                self._texts[path] = path.read_text(encoding="utf-8", errors="replace") \
+                    if path.stat().st_size < 2_000_000 else None
+            except OSError:
+                self._texts[path] = None
+        return self._texts[path]
+
+    def dockerfiles(self) -> list[Path]:
+        return [p for p in self.files() if p.name == "Dockerfile" or p.name.startswith("Dockerfile.")
+                or p.name.endswith(".Dockerfile") or p.name.endswith(".dockerfile")]
+
+    def workflows(self) -> list[Path]:
+        return [p for p in self.files() if p.suffix in (".yml", ".yaml")
+                and p.parent.name == "workflows" and p.parent.parent.name == ".github"]
+
+    def composes(self) -> list[Path]:
+        return [p for p in self.files() if p.suffix in (".yml", ".yaml") and "compose" in p.name]
+
+
+def repo_root(path: Path, fallback: Path) -> Path:
+    """The folder holding `.git` or `.github` above `path`, else `fallback` (the tree checked)."""
+    for folder in path.parents:
+        if (folder / ".git").exists() or (folder / ".github").is_dir():
+            return folder
+        if folder == fallback:
+            break
+    return fallback
+
+
+def dockerfile_release(text: str, display: str, extra_images: tuple[str, ...]) -> tuple:
+    """(release, why, platform reason) of the image a Dockerfile builds: its vLLM base image's
+    release, else its one `vllm==X` pin; a platform base: (None, "", why)."""
+    froms = [m.group("image") for m in FROM_RE.finditer(text)]
+    stages = {m.group(1).lower() for m in re.finditer(r"(?im)^[ \t]*FROM[ \t]+\S+[ \t]+AS[ \t]+(\S+)", text)}
+    final = next((f for f in reversed(froms) if f.lower() not in stages), None)
+    if final is not None:
+        who = platform_build(final)
+        if who:
+            found = platform_release(final)
+            if found is not None:
+                return found, f"image {final} in {display}", ""
+            return None, "", f"{display} builds on {final}, built by or for {who}: its tags are not vLLM's releases"
+        found = _image_release(final, extra_images)
+        if found is not None:
+            return found, f"image {final} in {display}", ""
+    pins = {parse_version(v) for v in VLLM_PIN_RE.findall(text)}
+    if len(pins) == 1:
+        release = next(iter(pins))
+        return release, f"pin vllm=={fmt(release)} in {display}", ""
+    return None, "", ""
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _line_of(text: str, at: int) -> int:
+    return text.count("\n", 0, at) + 1
+
+
+# --------------------------------------------------------------------------------------------
+# Following the links
+# --------------------------------------------------------------------------------------------
+def follow_links(project, extra_images: tuple[str, ...] = ()) -> None:
+    """Set the release of launches `assign_releases` left unknown, through explicit links."""
+    unknown = [l for l in project.launches if l.release is None and _followable(l)]
+    if not unknown:
+        return
+    sources = project.sources
+    fallback = _common_root([s.path for s in sources])
+    repos: dict[Path, Repo] = {}
+    for launch in unknown:
+        if _directive(launch):
+            continue
+        root = repo_root(launch.file.path, fallback)
+        repo = repos.setdefault(root, Repo(root))
+        for step in (_copied_into, _compose_build, _workflow_env, _named_config):
+            if step(launch, repo, extra_images):
+                break
+
+
+def _followable(launch: Launch) -> bool:
+    """Its release may come from elsewhere: it has no image of its own, or one named by a
+    variable (`vllm/vllm-openai:${VLLM_VERSION}`) or built from a Dockerfile (compose `build:`)."""
+    return not launch.image or "$" in launch.image or "{" in launch.image
+
+
+def _common_root(paths: list[Path]) -> Path:
+    if not paths:
+        return Path.cwd()
+    try:
+        return Path(os.path.commonpath([str(p.parent) for p in paths]))
+    except ValueError:
+        return paths[0].parent
+
+
+def _set(launch: Launch, release, why: str) -> bool:
+    launch.release, launch.release_from = release, why
+    return True
+
+
+def _directive(launch: Launch) -> bool:
+    m = DIRECTIVE_RE.search(launch.file.text)
+    if m is None:
+        return False
+    try:
+        release = parse_version(m.group("v").lstrip("v"))
+    except ValueError:
+        launch.release_unnamed = (f"the directive `vllmlint: release={m.group('v')}` at {launch.file.display}:"
+                                  f"{_line_of(launch.file.text, m.start())} names no release X.Y.Z")
+        return True
+    return _set(launch, release, f"directive at {launch.file.display}:{_line_of(launch.file.text, m.start())}")
+
+
+def _copied_into(launch: Launch, repo: Repo, extra_images) -> bool:
+    """A Dockerfile that COPYs/ADDs the launcher's file, or a folder holding it, by name."""
+    target = launch.file.path
+    for dockerfile in repo.dockerfiles():
+        text = repo.text(dockerfile)
+        if not text or target.name not in text and not any(p.name in text for p in target.parents
+                                                            if p != repo.root and repo.root in p.parents):
+            continue
+        for m in COPY_RE.finditer(text):
+            words = [w for w in m.group("args").replace("[", " ").replace("]", " ").replace(",", " ").split()
+                     if not w.startswith("--")]
+            if any(w.startswith("--from") for w in m.group("args").split()):
+                continue
+            words = [w.strip("\"'") for w in words]
+            if len(words) < 2:
+                continue
+            for src in words[:-1]:
+                if src in (".", "./", "*") or "$" in src:
+                    continue
+                path = (dockerfile.parent / src).resolve()
+                if path == target.resolve() or (path.is_dir() and path in target.resolve().parents):
+                    release, why, platform = dockerfile_release(text, _display(dockerfile, repo.root), extra_images)
+                    where = f"{_display(dockerfile, repo.root)}:{_line_of(text, m.start())}"
+                    if platform:
+                        launch.release_unnamed = f"it is copied into the image of {where}: {platform}"
+                        return True
+                    if release is not None:
+                        return _set(launch, release, f"{why}, which copies it ({where})")
+    return False
+
+
+def _compose_build(launch: Launch, repo: Repo, extra_images) -> bool:
+    """A compose service whose image is built (`build:`) from a Dockerfile."""
+    if launch.file.kind != "compose" or not launch.context.startswith("service "):
+        return False
+    import yaml
+
+    try:
+        data = yaml.safe_load(launch.file.text)
+    except yaml.YAMLError:
+        return False
+    service = (data or {}).get("services", {}).get(launch.context.split()[1]) if isinstance(data, dict) else None
+    build = service.get("build") if isinstance(service, dict) else None
+    if build is None:
+        return False
+    context = build if isinstance(build, str) else build.get("context", ".") if isinstance(build, dict) else None
+    name = build.get("dockerfile", "Dockerfile") if isinstance(build, dict) else "Dockerfile"
+    if not isinstance(context, str) or not isinstance(name, str) or "$" in context + name:
+        return False
+    dockerfile = (launch.file.path.parent / context / name).resolve()
+    text = repo.text(dockerfile)
+    if text is None:
+        return False
+    release, why, platform = dockerfile_release(text, _display(dockerfile, repo.root), extra_images)
+    if platform:
+        launch.release_unnamed = f"service {launch.context.split()[1]} is built from {platform}"
+        return True
+    return release is not None and _set(launch, release, f"{why}, which `build:` names ({launch.file.display})")
+
+
+def _reads(text: str, name: str) -> bool:
+    return re.search(r"\$\{?" + re.escape(name) + r"\b|environ(?:\.get\(|\[)\s*[\"']" + re.escape(name)
+                     + r"[\"']|getenv\(\s*[\"']" + re.escape(name) + r"[\"']", text) is not None
+
+
+def _workflow_env(launch: Launch, repo: Repo, extra_images) -> bool:
+    """A CI workflow that runs the launcher and sets a variable it reads to a release."""
+    name = launch.file.path.name
+    for workflow in repo.workflows():
+        text = repo.text(workflow)
+        if not text or name not in text:
+            continue
+        found = []
+        for var, value, at in _workflow_values(text):
+            if not _reads(launch.file.text, var):
+                continue
+            release = _value_release(value, extra_images)
+            if release is not None:
+                found.append((release, var, value, at))
+        if found:
+            release, var, value, at = min(found)
+            many = len({f[0] for f in found}) > 1
+            where = f"{_display(workflow, repo.root)}:{_line_of(text, at)}"
+            return _set(launch, release, f"{var}={value.strip()} in {where}"
+                        + (" (the oldest of its matrix)" if many else ""))
+    return False
+
+
+def _workflow_values(text: str):
+    """(name, value, offset) of each `env:` entry and each `matrix:` value of a workflow."""
+    import yaml
+
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return
+    stack = [(root, None)]
+    while stack:
+        node, key = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                kv = k.value if isinstance(k, yaml.ScalarNode) else None
+                if key in ("env", "matrix") and isinstance(v, yaml.ScalarNode):
+                    yield kv, v.value, v.start_mark.index
+                elif key == "matrix" and isinstance(v, yaml.SequenceNode):
+                    for item in v.value:
+                        if isinstance(item, yaml.ScalarNode):
+                            yield kv, item.value, item.start_mark.index
+                stack.append((v, kv))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, key) for item in node.value)
+
+
+def _named_config(launch: Launch, repo: Repo, extra_images) -> bool:
+    """A config file the launcher names whose `image:` is a vLLM image of a release."""
+    text = launch.file.text
+    for m in CONFIG_NAME_RE.finditer(text):
+        for base in (launch.file.path.parent, repo.root):
+            path = (base / m.group(0)).resolve()
+            if not path.is_file():
+                continue
+            config = repo.text(path) or ""
+            found = []
+            for im in re.finditer(r"(?m)\bimage[\"']?\s*:\s*[\"']?(?P<v>[^\s\"',}]+)", config):
+                release = _image_release(im.group("v"), extra_images)
+                if release is not None:
+                    found.append((release, im.group("v"), im.start("v")))
+            if found:
+                release, value, at = min(found)
+                return _set(launch, release, f"image {value} in {_display(path, repo.root)}:{_line_of(config, at)}")
+            break
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# What the user declares: [tool.vllmlint.releases]
+# --------------------------------------------------------------------------------------------
+def declare(project, settings) -> None:
+    """Launches still of unknown release whose path matches a `releases` glob of the settings run
+    that release (a launch of a platform build keeps its reason: its tags are not vLLM's)."""
+    releases = getattr(settings, "releases", None) if settings is not None else None
+    if not releases:
+        return
+    from .config import _match, _relative
+
+    for launch in project.launches:
+        if launch.release is not None or launch.release_unnamed:
+            continue            # known, or a build whose tags are not vLLM's: the user cannot override it by path
+        rel = _relative(launch.file.path, settings.root)
+        for pattern, version in releases.items():
+            if _match(rel, pattern) or _match(launch.file.display, pattern):
+                launch.release = parse_version(version)
+                launch.release_from = f"setting releases {pattern!r} = {version!r} in {_shown(settings.source)}"
+                break
+
+
+def _shown(path: str | None) -> str:
+    """A settings file as the user knows it: relative to the current folder when inside it."""
+    if not path:
+        return "the settings"
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path
