@@ -286,6 +286,11 @@ def _reparse_error(source: SourceFile, text: str, before, cache: ParseCache) -> 
         return f"cannot be read back ({type(err).__name__})"
     if after is not None and before is not None and _bad_json(after) > _bad_json(before):
         return "a --kv-transfer-config value would no longer be valid JSON"
+    from .parseback import native_error
+
+    native = native_error(source.kind, source.path, source.text, text)     # its own language's parser too
+    if native:
+        return native
     if after is not None:
         cache.put(probe, after)
     return None
