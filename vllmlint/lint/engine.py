@@ -72,7 +72,9 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
     from . import suppress
 
     findings, problems = run_rules(project, [r for r in rules if not getattr(r, "post", False)], unsafe)
-    if gate:
+    if callable(gate):          # migrate's own gate (migrate.hold_back)
+        gate(project, findings)
+    elif gate:
         gate_fixes_by_release(findings)
     if project.charts:          # a fix in a chart's values must render as exactly that change
         from ..parsers.helm import verify_fixes

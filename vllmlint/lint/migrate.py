@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from ..model.record import record
 
-from ..model.launch import Edit, SourceFile
+from ..model.launch import KUBEAI_VIA, Edit, SourceFile
 from .project import Project
 from ..knowledge.images import parse_tag
 from ..knowledge.versions import fmt, parse_version
@@ -96,6 +96,62 @@ def unread_names(project: Project, target: tuple[int, int, int] | None = None) -
     launch runs: listed for a human, never bumped."""
     _, unread = trace(project)
     return [n for n in unread if target is None or n.release is None or n.release < target]
+
+
+def stays_behind(launch, target: tuple[int, int, int], kubeai: dict) -> str:
+    """Why the migration does not move `launch` to `target` (its image is not one `migrate`
+    bumps: a fork or vendor build versioned by its own tags, a variant or digest left for a
+    human, a tag a comment pins, an image set where no bump reaches), else ""."""
+    from ..knowledge.images import is_vllm_image, parse_image
+    from .releases import release_from_image
+    from .trace import versioned_by_vllm
+
+    if launch.via.startswith(KUBEAI_VIA) and kubeai and id(launch) not in kubeai:
+        return "KubeAI runs it with the image of a resource profile this tree does not define"
+    image = kubeai[id(launch)][0] if id(launch) in kubeai else launch.image
+    if image and "$" not in image and "{{" not in image and parse_image(image) is None:
+        return f"its image `{image}` is a placeholder: which vLLM build it runs is not known"
+    if not image or not (is_vllm_image(image) or id(launch) in kubeai):
+        return ""
+    if not versioned_by_vllm(image):
+        return f"it runs {image}, whose tags are not vLLM's: `migrate` does not bump it"
+    refs = [n for n in launch.image_refs if n.how != "pin"]
+    for n in refs:
+        bump = _bump(n, target)
+        if bump is None or bump.edit is not None or n.release is None:
+            return ""            # already there, bumped in this edit set, or a moving tag (newest)
+    if refs:
+        return f"its image {refs[0].text} ({refs[0].where()}) is left for a human"
+    if release_from_image(image) is None:
+        return ""                # a moving or unnamed tag: nothing to bump
+    return f"it runs {image}, set where `migrate` finds no tag to bump"
+
+
+def hold_back(target: tuple[int, int, int]):
+    """migrate's gate: a fix that needs a release (`min_release`) is held on a launch the
+    migration does not move to `target` (stays_behind): it would change what that launch's
+    release does today."""
+    def gate(project, findings) -> None:
+        from .trace import kubeai_images
+
+        held = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
+                any(l.image or l.via.startswith(KUBEAI_VIA) for l in f.fix.launches)]
+        if not held:
+            return
+        trace(project)
+        kubeai = kubeai_images(project, [l for l in project.launches if l.via.startswith(KUBEAI_VIA)])
+        why: dict[int, str] = {}
+        for f in held:
+            for launch in f.fix.launches:
+                if id(launch) not in why:
+                    why[id(launch)] = stays_behind(launch, target, kubeai)
+                if why[id(launch)]:
+                    f.fix, f.fixable = None, False
+                    f.message += f" (not fixed by the migration: {why[id(launch)]})"
+                    f.detail = " ".join(p for p in (f.detail, f"Not fixed by `migrate`: {why[id(launch)]}; upgrade "
+                                                    f"it by hand, then run `vllmlint check --fix`.") if p)
+                    break
+    return gate
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,7 +271,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
         # tree is not re-read, and the launch graph and secret values are not derived again
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
-                                    cache=cache, gate=False, helm_values=helm_values,
+                                    cache=cache, gate=hold_back(steps[-1]), helm_values=helm_values,
                                     start=outcome.project if outcome is not None else None, keep_derived=True)
         changed = outcome.changed()
         for path, (orig, new) in changed.items():

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..knowledge.images import parse_image, parse_tag
 from ..knowledge.versions import parse_version
-from ..model.launch import KUBEAI_VIA, Launch, Named, SourceFile
+from ..model.launch import KUBEAI_VIA, Launch, Named, SourceFile  # noqa: F401 (KUBEAI_VIA: migrate)
 
 IMAGE_TAG_RE = re.compile(
     r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
@@ -89,10 +89,21 @@ def deliberate(named: Named) -> str:
     own = text[named.span[1]:len(text) if stop < 0 else stop]
     comments = [own.split("#", 1)[1]] if "#" in own else []
     lines = text[:start].split("\n")[:-1]
-    for line in reversed(lines[-6:]):
-        if not line.strip().startswith("#"):
-            break
-        comments.append(line.strip().lstrip("#"))
+    own = text[start:named.span[0]]
+    indent = len(own) - len(own.lstrip(" \t-"))
+    for line in reversed(lines[-10:]):
+        body = line.strip()
+        if body.startswith("#"):
+            comments.append(body.lstrip("#"))
+            continue
+        # a sibling key of the same mapping (`repository:` above `tag:`), or the list item that
+        # opens it (`- name: qwen`): comments above those speak of this entry too
+        lead = len(line) - len(line.lstrip(" \t-"))
+        if body and lead == indent and re.match(r"[\w\"'.\-]+\s*:", line.lstrip(" \t-")):
+            if line.lstrip(" \t").startswith("-"):
+                indent = -1             # the entry starts here: only comments above it now
+            continue
+        break
     for comment in comments:
         if DELIBERATE_RE.search(comment):
             return comment.strip()
@@ -231,10 +242,29 @@ def _app_version(project, source: SourceFile) -> Named | None:
                  parsed.version, (m.start("v"), m.end("v")) if new_ok else None)
 
 
+_SCANS: dict[tuple, list[tuple]] = {}     # (path, text hash) -> the file's places, as tuples
+
+
 def named_in(project) -> list[Named]:
-    """Every place the tree names a vLLM release or a floating vLLM image, wherever it is."""
+    """Every place the tree names a vLLM release or a floating vLLM image, wherever it is. The
+    scan of a file is kept by its text: a migration asks again at every pass of every step."""
     out: list[Named] = []
     for source in project.sources:
+        key = (source.path, source.kind, hash(source.text))
+        if key not in _SCANS:
+            if len(_SCANS) > 50_000:
+                _SCANS.clear()
+            _SCANS[key] = [(n.span, n.text, n.how, n.release, n.edit_span, n.image) for n in _scan(source)]
+        out += [Named(source, *t[:5], image=t[5]) for t in _SCANS[key]]
+        app = _app_version(project, source)
+        if app is not None:
+            out.append(app)
+    return out
+
+
+def _scan(source: SourceFile) -> list[Named]:
+    out: list[Named] = []
+    if True:
         text = source.text
         for m in _on_lines_with(IMAGE_TAG_RE, text, "vllm/vllm-openai"):
             tag = m.group("tag")
@@ -267,9 +297,6 @@ def named_in(project) -> list[Named]:
                           (at, end) if parsed.bumped(parsed.version) is not None else None)
             named.image = f"{repo}:{tag}"
             out.append(named)
-        app = _app_version(project, source)
-        if app is not None:
-            out.append(app)
         if source.kind in ("dockerfile", "requirements"):
             for m in PIN_RE.finditer(text):
                 out.append(Named(source, (m.start(), m.end()), m.group(0), "pin", parse_version(m.group("ver")),
@@ -329,6 +356,77 @@ def _kubeai_images(project) -> dict[Path, set[str]]:
     return out
 
 
+def _profiles(source: SourceFile) -> list[tuple[int, int, str]]:
+    """(start, end, resourceProfile) of each mapping in a KubeAI file that names a
+    `resourceProfile` (a Model's spec, a models-chart entry)."""
+    if "resourceProfile" not in source.text:
+        return []
+    import yaml
+
+    out = []
+    try:
+        docs = list(yaml.compose_all(source.text))
+    except Exception:
+        return []
+    stack = [d for d in docs if d is not None]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == "resourceProfile" and isinstance(v, yaml.ScalarNode):
+                    out.append((node.start_mark.index, node.end_mark.index, v.value.split(":", 1)[0]))
+                stack.append(v)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return out
+
+
+def kubeai_images(project, launches: list[Launch]) -> dict[int, tuple[str, SourceFile, str]]:
+    """id(launch) -> (the image KubeAI's operator runs it with, the values file that says so,
+    its key in `images`):
+    its `resourceProfile`'s `imageName` in `modelServers.VLLM.images` (`default` when the
+    profile names none or the image is missing), from a KubeAI chart's values in the tree."""
+    from ..parsers.helm_values import values_mapping_at
+
+    chart = next((s for s in project.sources if s.kind in ("yaml", "k8s") and "resourceProfiles" in s.text
+                  and values_mapping_at(s.text, ["modelServers", "VLLM", "images"])), None)
+    if chart is None:
+        return {}
+    images = values_mapping_at(chart.text, ["modelServers", "VLLM", "images"])
+    profile_files = [chart] + [o for o in project.sources if o is not chart and o.kind in ("yaml", "k8s")
+                               and "resourceProfiles" in o.text]
+    profiles_cache: dict[Path, list] = {}
+    image_names: dict[str, str] = {}
+    out = {}
+    for launch in launches:
+        if launch.file.path not in profiles_cache:
+            profiles_cache[launch.file.path] = _profiles(launch.file)
+        profiles = profiles_cache[launch.file.path]
+        at = launch.span[0]
+        inside = [p for p in profiles if p[0] <= at < p[1]]
+        name = min(inside, key=lambda p: p[1] - p[0])[2] if inside else ""
+        if name and name not in image_names:
+            # the chart's values, then any other values file of the tree (values-gke.yaml adds TPU profiles)
+            image_names[name] = next((m.get("imageName", "default") for m in
+                                      (values_mapping_at(o.text, ["resourceProfiles", name]) for o in profile_files)
+                                      if m), "")
+        image_name = image_names.get(name, "default")
+        if not image_name:
+            continue            # a profile the tree does not define: the image is not known here
+        if image_name not in images:
+            image_name = "default"
+        if images.get(image_name):
+            out[id(launch)] = (images[image_name], chart, image_name)
+    return out
+
+
+def _image_key_at(source: SourceFile, at: int) -> str:
+    """The key of the `images:` entry written on the line at `at` (`nvidia-gpu: "vllm/..."`)."""
+    start = source.text.rfind("\n", 0, at) + 1
+    m = re.match(r"[ \t]*[\"']?([\w.\-]+)[\"']?[ \t]*:", source.text[start:at])
+    return m.group(1) if m else ""
+
+
 def _environment_pins(launch: Launch, requirements: dict[Path, list[SourceFile]]) -> list[SourceFile]:
     """The requirements files of the nearest folder at or above a launch's file that pins vLLM
     (the environment lint.releases reads for a script or Python launch)."""
@@ -361,7 +459,9 @@ def trace(project) -> tuple[list[Named], list[Named]]:
     for launch in launches:
         by_file.setdefault(launch.file.path, []).append(launch)
     kubeai = [l for l in launches if l.via.startswith(KUBEAI_VIA)]
-    kubeai_images = _kubeai_images(project) if kubeai else {}
+    operator_images = _kubeai_images(project) if kubeai else {}
+    # the image each KubeAI launch runs, by its resource profile: only that entry is its own
+    runs = kubeai_images(project, kubeai) if kubeai else {}
     requirements: dict[Path, list[SourceFile]] = {}
     for source in project.sources:
         if source.kind == "requirements" and PIN_RE.search(source.text):
@@ -388,8 +488,11 @@ def trace(project) -> tuple[list[Named], list[Named]]:
                 if source.kind == "python" and MODAL_IMAGE_RE.search(source.line_text(named.line)):
                     # Modal: `Image.from_registry(IMG)` is the image the file's functions run in
                     users += [l for l in by_file.get(source.path, ()) if not l.image]
-                if source.path in kubeai_images and any(_same_image(named.text, i) for i in kubeai_images[source.path]):
-                    users += kubeai
+                if source.path in operator_images and any(_same_image(named.text, i) for i in operator_images[source.path]):
+                    # an operator image: the KubeAI launches whose profile runs that image name, by
+                    # the chart's values (a dev config beside it names the same image names)
+                    key = _image_key_at(source, named.span[0])
+                    users += [l for l in kubeai if id(l) in runs and runs[id(l)][2] == key]
         elif named.how == "values tag":
             root = source.path.parent
             users = [l for l in launches if _under(l.file.path, root) and _same_image(named.image, l.image)]
