@@ -59,6 +59,8 @@ def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) ->
 def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> str:
     """Why the release a vLLM image runs is unknown though the image pins one (a dated or
     custom tag: `rocm/vllm-dev:open-mi300-08052025`), else ""."""
+    if image and image.strip().startswith("<") and image.strip().endswith(">"):
+        return f"image {image} is a placeholder"      # `<your-vllm-neuron-image>`: any build at all
     ref = parse_image(image)
     if ref is None or not ref.tag or not is_vllm_image(ref, extra_images) or MOVING_TAG_RE().match(ref.tag):
         return ""
