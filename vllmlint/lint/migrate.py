@@ -290,10 +290,17 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
 
 
 def _evidence(launch) -> str:
-    """`launch (container vllm (Deployment/x) at k8s/a.yaml:12), runs 0.22.0 (image ... at k8s/a.yaml:9)`."""
-    from .releases import describe
+    """`container vllm (Deployment/x) at `k8s/a.yaml:12`, which ran 0.22.0 (image
+    vllm/vllm-openai:v0.22.0 at k8s/a.yaml:9)`: the launch, its release and what says so."""
+    from ..knowledge.versions import fmt
 
-    return f"{launch.context} at `{launch.file.display}:{launch.line}`, runs {describe(launch)}"
+    where = f"{launch.context} at `{launch.file.display}:{launch.line}`"
+    release = getattr(launch, "release", None)
+    if release is None:
+        return f"{where}, whose release vllmlint does not know"
+    said = launch.image_refs or launch.pins
+    at = f" at {said[0].where()}" if said and not launch.release_from.startswith("pin vllm==") else ""
+    return f"{where}, which ran {fmt(release)} ({launch.release_from}{at})"
 
 
 def _fix_evidence(finding) -> str:
