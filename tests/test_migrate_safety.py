@@ -129,3 +129,20 @@ def test_a_fix_whose_result_bash_cannot_read_is_not_written(tmp_path, monkeypatc
     result = CliRunner().invoke(main, ["check", "--fix", "--target-version", "0.30.0", str(path)])
     assert path.read_text() == original
     assert "fix not applied, the result would not parse (bash -n:" in result.output
+
+
+def test_the_arg_a_from_takes_its_tag_from_is_bumped_a_build_only_from_is_listed(tmp_path, monkeypatch):
+    """`ARG V=v0.22.0` + `FROM vllm/vllm-openai:${V}` of a stage that serves: the ARG is the tag
+    of the image that launch runs. A Dockerfile that only builds on the image (no launch) is
+    listed, never bumped."""
+    (tmp_path / "serve").mkdir()
+    (tmp_path / "build").mkdir()
+    served = 'ARG VLLM_VERSION=v0.22.0\nFROM vllm/vllm-openai:${VLLM_VERSION}\nENTRYPOINT ["vllm", "serve", "m"]\n'
+    built = "FROM vllm/vllm-openai:v0.22.0\nCOPY ray_init.sh /vllm-workspace/ray_init.sh\n"
+    (tmp_path / "serve/Dockerfile").write_text(served)
+    (tmp_path / "build/Dockerfile").write_text(built)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", "--verbose", "."], catch_exceptions=False)
+    assert (tmp_path / "serve/Dockerfile").read_text() == served.replace("v0.22.0", "v0.30.0")
+    assert (tmp_path / "build/Dockerfile").read_text() == built
+    assert "build/Dockerfile:1: vllm/vllm-openai:v0.22.0" in result.output

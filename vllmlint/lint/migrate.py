@@ -76,6 +76,10 @@ def _bump(named, target: tuple[int, int, int]) -> Bump | None:
     parsed = parse_tag(written)
     new = parsed.bumped(target) if parsed is not None else None
     what = "chart appVersion" if named.how == "chart appVersion" else "image tag"
+    if named.how == "ARG default" and new is not None and named.edit_span is None:
+        return Bump(source, line, named.text, new, what, None,
+                    f"{named.text.split('=')[0]} is declared again further down the Dockerfile: bump every "
+                    f"declaration by hand, together", named)
     if new is None or named.edit_span is None:
         why = "a variant tag: bump it by hand" if named.how == "chart appVersion" else \
             f"tag {written} has a variant suffix: bump it by hand to a {fmt(target)} tag of the same variant " \

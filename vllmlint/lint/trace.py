@@ -18,6 +18,8 @@ A place is reached by a launch when:
   its `resources` name) runs;
 - a chart's `appVersion` is the tag a vLLM image of the chart falls back to, and the chart
   holds a launch;
+- a Dockerfile `ARG X=v0.8.5` is the tag of a `FROM vllm/vllm-openai:${X}` whose stage is a
+  launch;
 - a Dockerfile pin is in the Dockerfile of a launch; a requirements pin is in the file a
   Dockerfile launch installs (`pip install -r` naming it), or in the nearest folder with pins
   above a script or Python launch that runs no image (the environment lint.releases reads).
@@ -297,10 +299,39 @@ def _scan(source: SourceFile) -> list[Named]:
                           (at, end) if parsed.bumped(parsed.version) is not None else None)
             named.image = f"{repo}:{tag}"
             out.append(named)
+        if source.kind == "dockerfile" and "ARG" in text:
+            out += _arg_defaults(source)
         if source.kind in ("dockerfile", "requirements"):
             for m in PIN_RE.finditer(text):
                 out.append(Named(source, (m.start(), m.end()), m.group(0), "pin", parse_version(m.group("ver")),
                                  (m.start("ver"), m.end("ver"))))
+    return out
+
+
+FROM_ARG_RE = re.compile(r"(?im)^[ \t]*FROM[ \t]+(?:--platform=\S+[ \t]+)?"
+                         r"(?P<ref>(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?):\$\{?(?P<var>\w+)\}?")
+ARG_RE = re.compile(r"(?im)^[ \t]*ARG[ \t]+(?P<var>\w+)=(?P<q>[\"']?)(?P<val>v?\d+\.\d+\.\d+[\w.+-]*)(?P=q)[ \t]*$")
+
+
+def _arg_defaults(source: SourceFile) -> list[Named]:
+    """`ARG VLLM_VERSION=v0.8.5` whose value a later `FROM vllm/vllm-openai:${VLLM_VERSION}`
+    takes as its tag: the tag of the image that stage runs, written in the ARG."""
+    out = []
+    for frm in FROM_ARG_RE.finditer(source.text):
+        args = [m for m in ARG_RE.finditer(source.text, 0, frm.start()) if m.group("var") == frm.group("var")]
+        if not args:
+            continue
+        m = args[-1]
+        val = m.group("val")
+        # declared again in a stage (`ARG VLLM_VERSION=v0.21.0` under FROM, for its RUN lines):
+        # one bump would leave the two disagreeing; a human bumps both
+        again = [a for a in re.finditer(rf"(?im)^[ \t]*ARG[ \t]+{m.group('var')}=", source.text) if a.start() > m.start()]
+        named = Named(source, (m.start("val"), m.end("val")), f"ARG {m.group('var')}={val}", "ARG default",
+                      parse_version(val), (m.start("val"), m.end("val")) if _plain(val) and not again else None,
+                      image=f"{frm.group('ref')}:{val}")
+        if any(n.span == named.span for n in out):
+            continue
+        out.append(named)
     return out
 
 
@@ -502,6 +533,9 @@ def trace(project) -> tuple[list[Named], list[Named]]:
             users = [l for l in launches if any(_under(l.file.path.resolve(), f) for f in folders)
                      and l.image and (parse_image(l.image) is not None)
                      and _same_image(name, l.image.rsplit(":", 1)[0] if ":" in l.image.rsplit("/", 1)[-1] else l.image)]
+        elif named.how == "ARG default":          # the Dockerfile's stages that run the image
+            users = [l for l in by_file.get(source.path, ()) if l.image and "$" in l.image
+                     and l.image.split(":", 1)[0] == named.image.split(":", 1)[0]]
         elif named.how == "chart appVersion":
             users = [l for l in launches if _under(l.file.path, source.path.parent)]
         elif named.how == "pin":
