@@ -146,3 +146,28 @@ def test_the_arg_a_from_takes_its_tag_from_is_bumped_a_build_only_from_is_listed
     assert (tmp_path / "serve/Dockerfile").read_text() == served.replace("v0.22.0", "v0.30.0")
     assert (tmp_path / "build/Dockerfile").read_text() == built
     assert "build/Dockerfile:1: vllm/vllm-openai:v0.22.0" in result.output
+
+
+def test_an_image_beside_a_field_that_names_the_same_release_is_left_for_a_human(tmp_path, monkeypatch):
+    """A provenance field (`frameworks.vllm: "0.23.0"`) beside the image: bumping the image
+    alone would make the two disagree (issue 29), so neither is bumped and the summary says why."""
+    deployment = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm
+  annotations:
+    frameworks.vllm: "0.23.0"
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.23.0
+          args: ["--model", "m"]
+"""
+    (tmp_path / "d.yaml").write_text(deployment)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", "."], catch_exceptions=False)
+    assert (tmp_path / "d.yaml").read_text() == deployment
+    assert 'line 6 names the same release (`frameworks.vllm: "0.23.0"`): bump both by hand, together' in result.output

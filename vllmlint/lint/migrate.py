@@ -37,12 +37,37 @@ def is_test_code(source: SourceFile) -> bool:
     return source.kind == "python" and bool(_TEST_PATH_RE.search(source.display.replace("\\", "/")))
 
 
-def _bump(named, target: tuple[int, int, int]) -> Bump | None:
+_SIBLING_VALUE_RE = re.compile(r"^[ \t]*(?:-[ \t]+)?[\"']?(?P<key>[\w.\-]+)[\"']?[ \t]*[:=][ \t]*[\"']?v?(?P<v>\d+\.\d+\.\d+)[\"']?[ \t]*(?:#.*)?$")
+
+
+def _sibling_release(named, named_lines: set) -> str:
+    """A line near `named` (8 lines either way) whose whole value is the same release and that
+    is no place vllmlint bumps (`version: "0.6.3"` beside `image: vllm/vllm-openai:v0.6.3`,
+    `frameworks.vllm: "0.23.0"` in a provenance block): a bump would leave the two disagreeing."""
+    if named.release is None:
+        return ""
+    release = ".".join(str(x) for x in named.release)
+    lines = named.file.text.split("\n")
+    here = named.line
+    for n in range(max(1, here - 8), min(len(lines), here + 8) + 1):
+        if n == here or (named.file.path, n) in named_lines:
+            continue
+        m = _SIBLING_VALUE_RE.match(lines[n - 1])
+        if m and m.group("v") == release:
+            return f"line {n} names the same release (`{lines[n - 1].strip()}`)"
+    return ""
+
+
+def _bump(named, target: tuple[int, int, int], named_lines: set = frozenset()) -> Bump | None:
     """The bump of one place a launch runs, or None when it already names `target` or newer."""
     source = named.file
     line = named.line
     if named.release is not None and named.release >= target:
         return None
+    sibling = _sibling_release(named, named_lines) if named.how != "pin" else ""
+    if sibling:
+        return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
+                    f"{sibling}: bump both by hand, together", named)
     why = deliberate(named)
     if why:
         return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
@@ -91,8 +116,9 @@ def _bump(named, target: tuple[int, int, int]) -> Bump | None:
 def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
     """The bumps of the image references and pins the launches run (lint.trace): a tag or pin
     that no launch runs is never edited (`unread_names` lists those for a human)."""
-    reached, _ = trace(project)
-    return [b for b in (_bump(n, target) for n in reached) if b is not None]
+    reached, unread = trace(project)
+    lines = {(n.file.path, n.line) for n in reached + unread}
+    return [b for b in (_bump(n, target, lines) for n in reached) if b is not None]
 
 
 def unread_names(project: Project, target: tuple[int, int, int] | None = None) -> list:
@@ -102,7 +128,7 @@ def unread_names(project: Project, target: tuple[int, int, int] | None = None) -
     return [n for n in unread if target is None or n.release is None or n.release < target]
 
 
-def stays_behind(launch, target: tuple[int, int, int], kubeai: dict) -> str:
+def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines: set = frozenset()) -> str:
     """Why the migration does not move `launch` to `target` (its image is not one `migrate`
     bumps: a fork or vendor build versioned by its own tags, a variant or digest left for a
     human, a tag a comment pins, an image set where no bump reaches), else ""."""
@@ -121,7 +147,7 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict) -> str:
         return f"it runs {image}, whose tags are not vLLM's: `migrate` does not bump it"
     refs = [n for n in launch.image_refs if n.how != "pin"]
     for n in refs:
-        bump = _bump(n, target)
+        bump = _bump(n, target, named_lines)
         if bump is None or bump.edit is not None or n.release is None:
             return ""            # already there, bumped in this edit set, or a moving tag (newest)
     if refs:
@@ -142,13 +168,14 @@ def hold_back(target: tuple[int, int, int]):
                 any(l.image or l.via.startswith(KUBEAI_VIA) for l in f.fix.launches)]
         if not held:
             return
-        trace(project)
+        reached, unread = trace(project)
+        lines = {(n.file.path, n.line) for n in reached + unread}
         kubeai = kubeai_images(project, [l for l in project.launches if l.via.startswith(KUBEAI_VIA)])
         why: dict[int, str] = {}
         for f in held:
             for launch in f.fix.launches:
                 if id(launch) not in why:
-                    why[id(launch)] = stays_behind(launch, target, kubeai)
+                    why[id(launch)] = stays_behind(launch, target, kubeai, lines)
                 if why[id(launch)]:
                     f.fix, f.fixable = None, False
                     f.message += f" (not fixed by the migration: {why[id(launch)]})"
