@@ -129,6 +129,7 @@ def test_a_fix_whose_result_bash_cannot_read_is_not_written(tmp_path, monkeypatc
     result = CliRunner().invoke(main, ["check", "--fix", "--target-version", "0.30.0", str(path)])
     assert path.read_text() == original
     assert "fix not applied, the result would not parse (bash -n:" in result.output
+    assert "VLLM_USE_V1" in result.output and "(not fixed: the result would not parse: bash -n:" in result.output
 
 
 def test_the_arg_a_from_takes_its_tag_from_is_bumped_a_build_only_from_is_listed(tmp_path, monkeypatch):
