@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -33,7 +34,10 @@ def _bash_error(text: str) -> str | None:
     if bash is None:
         return None
     try:
-        done = subprocess.run([bash, "-n"], input=text, capture_output=True, text=True, timeout=_BASH_TIMEOUT)
+        # -n: read, never execute; no startup files and no BASH_ENV (a non-interactive bash
+        # sources $BASH_ENV first), so nothing but the parser runs
+        done = subprocess.run([bash, "--norc", "--noprofile", "-n"], input=text, capture_output=True, text=True,
+                              timeout=_BASH_TIMEOUT, env={"PATH": os.environ.get("PATH", ""), "LC_ALL": "C"})
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode == 0:
