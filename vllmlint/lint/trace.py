@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..knowledge.images import parse_image, parse_tag
 from ..knowledge.versions import parse_version
-from ..model.launch import KUBEAI_VIA, Launch, Named, SourceFile  # noqa: F401 (KUBEAI_VIA: migrate)
+from ..model.launch import KUBEAI_VIA, Launch, Named, SourceFile
 
 IMAGE_TAG_RE = re.compile(
     r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
@@ -265,46 +265,46 @@ def named_in(project) -> list[Named]:
 
 
 def _scan(source: SourceFile) -> list[Named]:
+    """The places one file names a vLLM release (appVersion aside: it reads the chart)."""
     out: list[Named] = []
-    if True:
-        text = source.text
-        for m in _on_lines_with(IMAGE_TAG_RE, text, "vllm/vllm-openai"):
+    text = source.text
+    for m in _on_lines_with(IMAGE_TAG_RE, text, "vllm/vllm-openai"):
+        tag = m.group("tag")
+        editable = _plain(tag) and not m.group("digest")
+        named = Named(source, (m.start(), m.end()), m.group(0), "image", parse_version(tag),
+                      (m.start("tag"), m.end("tag")) if editable else None)
+        out.append(named)
+    for m in _on_lines_with(FLOATING_TAG_RE, text, "vllm/vllm-openai"):
+        if source.kind == "requirements":
+            continue
+        if not m.group("tag") and REPOSITORY_KEY_RE.search(text, text.rfind("\n", 0, m.start()) + 1, m.start()):
+            continue        # a chart's `repository:` value: its tag is a key of its own (`tag:`, appVersion)
+        written = m.group(0) if m.group("tag") else f"{m.group('image')} (no tag: latest)"
+        out.append(Named(source, (m.start(), m.end()), written, "image"))
+    if source.kind in ("yaml", "k8s", "compose") and VLLM_NAME_RE.search(text) and "newTag" in text:
+        for m in KUSTOMIZE_TAG_RE.finditer(text):
+            name = _vllm_kustomize_entry(text, m.start("tag"))
+            if name is None:
+                continue
             tag = m.group("tag")
-            editable = _plain(tag) and not m.group("digest")
-            named = Named(source, (m.start(), m.end()), m.group(0), "image", parse_version(tag),
-                          (m.start("tag"), m.end("tag")) if editable else None)
+            named = Named(source, (m.start("tag"), m.end("tag")), f"newTag {tag}", "kustomize newTag",
+                          parse_version(tag), (m.start("tag"), m.end("tag")) if _plain(tag) else None)
+            named.image = f"{name}:{tag}"
             out.append(named)
-        for m in _on_lines_with(FLOATING_TAG_RE, text, "vllm/vllm-openai"):
-            if source.kind == "requirements":
-                continue
-            if not m.group("tag") and REPOSITORY_KEY_RE.search(text, text.rfind("\n", 0, m.start()) + 1, m.start()):
-                continue        # a chart's `repository:` value: its tag is a key of its own (`tag:`, appVersion)
-            written = m.group(0) if m.group("tag") else f"{m.group('image')} (no tag: latest)"
-            out.append(Named(source, (m.start(), m.end()), written, "image"))
-        if source.kind in ("yaml", "k8s", "compose") and VLLM_NAME_RE.search(text) and "newTag" in text:
-            for m in KUSTOMIZE_TAG_RE.finditer(text):
-                name = _vllm_kustomize_entry(text, m.start("tag"))
-                if name is None:
-                    continue
-                tag = m.group("tag")
-                named = Named(source, (m.start("tag"), m.end("tag")), f"newTag {tag}", "kustomize newTag",
-                              parse_version(tag), (m.start("tag"), m.end("tag")) if _plain(tag) else None)
-                named.image = f"{name}:{tag}"
-                out.append(named)
-        for at, end, tag, repo in values_tags(source):
-            parsed = parse_tag(tag)
-            if parsed is None or parsed.version is None or not versioned_by_vllm(repo):
-                continue
-            named = Named(source, (at, end), f"{repo} tag {tag}", "values tag", parsed.version,
-                          (at, end) if parsed.bumped(parsed.version) is not None else None)
-            named.image = f"{repo}:{tag}"
-            out.append(named)
-        if source.kind == "dockerfile" and "ARG" in text:
-            out += _arg_defaults(source)
-        if source.kind in ("dockerfile", "requirements"):
-            for m in PIN_RE.finditer(text):
-                out.append(Named(source, (m.start(), m.end()), m.group(0), "pin", parse_version(m.group("ver")),
-                                 (m.start("ver"), m.end("ver"))))
+    for at, end, tag, repo in values_tags(source):
+        parsed = parse_tag(tag)
+        if parsed is None or parsed.version is None or not versioned_by_vllm(repo):
+            continue
+        named = Named(source, (at, end), f"{repo} tag {tag}", "values tag", parsed.version,
+                      (at, end) if parsed.bumped(parsed.version) is not None else None)
+        named.image = f"{repo}:{tag}"
+        out.append(named)
+    if source.kind == "dockerfile" and "ARG" in text:
+        out += _arg_defaults(source)
+    if source.kind in ("dockerfile", "requirements"):
+        for m in PIN_RE.finditer(text):
+            out.append(Named(source, (m.start(), m.end()), m.group(0), "pin", parse_version(m.group("ver")),
+                             (m.start("ver"), m.end("ver"))))
     return out
 
 
