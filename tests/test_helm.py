@@ -345,6 +345,23 @@ spec:
     assert "envoyproxy/envoy\n  tag: v0.29.0" in (root / "values.yaml").read_text()
 
 
+# the vLLM charts' container runs the image's own entrypoint (`vllm serve`): a launch reads the
+# image (issue 29: a tag no launch runs is never bumped); the front end runs a shell script
+_UI_SCRIPT = """\
+          command: ["/bin/sh"]
+          args:
+            - -c
+            - |
+              case "$RUNTIME" in
+                vllm) echo openai ;;
+                *) echo other ;;
+              esac
+"""
+_SERVE_ARGS = """\
+          args: ["--model", "m"]
+"""
+
+
 def test_migrate_leaves_app_version_of_a_chart_that_runs_no_vllm_image(tmp_path):
     """appVersion is bumped only when the image whose tag falls back to it is vLLM's: written
     in the template line, or a values `repository` naming vLLM. A front-end chart on `python`
@@ -365,15 +382,7 @@ spec:
       containers:
         - name: ui
           image: {image}
-          command: ["/bin/sh"]
-          args:
-            - -c
-            - |
-              case "$RUNTIME" in
-                vllm) echo openai ;;
-                *) echo other ;;
-              esac
-""")
+""" + (_UI_SCRIPT if repository == "python" and "vllm/" not in image else _SERVE_ARGS))
         return root
     values_python = chart("ui", '"{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"',
                           "python")

@@ -156,10 +156,31 @@ def _migrate(tmp_path, files: dict[str, str], *args):
     return result, {name: (tmp_path / name).read_text() for name in files}
 
 
+KUSTOMIZED_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llm}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm
+          command: ["vllm", "serve", "m"]
+"""
+
+
 def test_kustomize_bumps_only_the_vllm_entry(tmp_path):
-    result, out = _migrate(tmp_path, {"kustomization.yaml": KUSTOMIZATION})
+    """The newTag of the entry that retags the image a launch of the kustomization runs; a
+    kustomization whose vLLM image no launch runs is listed, never bumped (issue 29)."""
+    result, out = _migrate(tmp_path, {"kustomization.yaml": KUSTOMIZATION, "deployment.yaml": KUSTOMIZED_DEPLOYMENT})
     assert out["kustomization.yaml"] == KUSTOMIZATION.replace("newTag: v0.29.0", "newTag: v0.30.0")
     assert "0.9.0" not in result.output.replace("0.29.0", "")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    result, out = _migrate(alone, {"kustomization.yaml": KUSTOMIZATION})
+    assert out["kustomization.yaml"] == KUSTOMIZATION
+    assert "named where no launch reads them (1 places in 1 files)" in result.output
 
 
 def test_four_part_tag_replaced_whole_and_variant_left(tmp_path):
@@ -212,11 +233,15 @@ def test_image_tags_in_python_test_code_are_reported_not_bumped(tmp_path):
     (tmp_path / "tests").mkdir()
     test_code = ('def test_renders_image():\n    job = {"image": "vllm/vllm-openai:v0.8.5"}\n'
                  '    assert render(job)["image"] == "vllm/vllm-openai:v0.8.5"\n')
-    launcher = 'import modal\nimage = modal.Image.from_registry("vllm/vllm-openai:v0.8.5")\n'
-    result, out = _migrate(tmp_path, {"tests/test_render.py": test_code, "deploy.py": launcher})
+    # a Modal launcher: its function runs `vllm serve` in the registry image (issue 29: only an
+    # image a launch runs is bumped; the test's data runs nowhere, so it is listed)
+    launcher = ('import modal, subprocess\nimage = modal.Image.from_registry("vllm/vllm-openai:v0.8.5")\n'
+                'app = modal.App("x")\n\n@app.function(image=image)\ndef serve():\n'
+                '    subprocess.Popen(["vllm", "serve", "m"])\n')
+    result, out = _migrate(tmp_path, {"tests/test_render.py": test_code, "deploy.py": launcher}, "--verbose")
     assert out["tests/test_render.py"] == test_code
     assert out["deploy.py"] == launcher.replace("v0.8.5", "v0.30.0")
-    assert "in test code: bump it by hand" in result.output
+    assert "tests/test_render.py:2: vllm/vllm-openai:v0.8.5" in result.output
 
 
 @pytest.mark.parametrize("image, release, unnamed", [

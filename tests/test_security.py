@@ -183,7 +183,10 @@ def test_source_has_no_way_to_run_code():
                ("vllmlint/knowledge/catalogue/download.py", "subprocess.run"),
                # `migrate --check-deps` (opt-in): `pip install --dry-run --only-binary :all:` resolves
                # the edited environment's named requirements; nothing is installed or built
-               ("vllmlint/lint/requirements.py", "subprocess.run")}
+               ("vllmlint/lint/requirements.py", "subprocess.run"),
+               # `bash -n` reads an edited script back before it is written (issue 29): -n parses,
+               # never executes; no startup files, no BASH_ENV
+               ("vllmlint/lint/parseback.py", "subprocess.run")}
     risky_modules = {"os": {"system", "popen", "execv", "execve", "execvp", "execvpe", "execl", "execlp", "execle",
                             "spawnv", "spawnvp", "spawnl", "posix_spawn", "posix_spawnp", "startfile"},
                      "subprocess": None, "pickle": None, "marshal": None, "runpy": None, "ctypes": None,

@@ -300,7 +300,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     """
     if verbose:
         show_engine_log()
-    from .lint.migrate import detect_version, find_bumps, run_chain, step_key, steps_between
+    from .lint.migrate import detect_version, find_bumps, run_chain, step_key, steps_between, unread_names
     from .lint.project import load
     from .lint.report import grouped_lines, plural, text_line, unified_diff
     from .knowledge.versions import fmt
@@ -355,9 +355,10 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     silent = silent_changes(candidates, to_version, cache, helm_values)      # read before the tags are bumped
     from .lint.requirements import blocked_launches
 
+    start = load(candidates, cache=cache, helm_values=helm_values)
+    unread = unread_names(start, to_version)
     # launches whose environment keeps its vLLM pin (a blocker) keep their config too
-    hold = blocked_launches(load(candidates, cache=cache, helm_values=helm_values), to_version) \
-        if added is None else None
+    hold = blocked_launches(start, to_version) if added is None else None
     with _progress(len(candidates) * max(len(steps), 1)):
         chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults},
                           helm_values=helm_values, cache=cache, hold=hold)
@@ -429,6 +430,12 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
             say(f"  {b.file.display}:{b.line}: {b.what} {b.old}: {b.why_not}")
         for line in grouped_lines(outcome.findings):
             say("  " + line)
+    if unread:
+        say(f"Left for a human: vLLM images named where no launch reads them ({len(unread)} places in "
+            f"{len({n.file.display for n in unread})} files); never bumped"
+            + (":" if verbose else " (--verbose lists them)"))
+        for n in unread if verbose else ():
+            say(f"  {n.where()}: {n.text}")
     if silent:
         say(f"Changes behaviour silently ({len(silent)}): flags not set whose default the upgrade changes"
             + ("" if keep_defaults else "; `--keep-defaults` pins today's value"))
@@ -446,7 +453,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
         from .lint.migrate import markdown_report
 
         Path(report_file).write_text(markdown_report(to_version, from_version, changed, bumps_seen, fixed_all,
-                                                     outcome.findings, left, diff, silent))
+                                                     outcome.findings, left, diff, silent, unread))
         click.echo(f"Report written to {report_file}.", err=True)
     sys.exit(2 if errors else (1 if outcome.findings or left or (diff and changed) else 0))
 

@@ -108,8 +108,8 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
 
         declare(project, settings)          # [tool.vllmlint.releases]: what the user says each path runs
     findings, problems = run_rules(project, [r for r in rules if not getattr(r, "post", False)], unsafe)
-    if callable(gate):          # migrate: launches whose environment's upgrade is blocked keep their config
-        hold_fixes(findings, gate)
+    if callable(gate):          # migrate's own gate (migrate.hold_back: blocked environments, launches left behind)
+        gate(project, findings)
     elif gate:
         explicit = settings is not None and getattr(settings, "target_explicit", False) and rules
         gate_fixes_by_release(findings, tuple(rules[0].target) if explicit else None)
@@ -245,6 +245,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     fixed: list[Finding] = []
     dropped: list[str] = []
     refused: set = set()
+    refused_why: dict = {}          # _fix_key -> why its result would not parse
     post_done = post_edits is None
     project = None
     for _ in range(MAX_PASSES):
@@ -263,6 +264,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             edits = post_edits(project)
             post_done = True
         if not edits:      # converged: this pass's findings are the answer
+            _say_refused(findings, refused_why)
             return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                            suppressed)
         by_file: dict[Path, list[Edit]] = {}
@@ -270,7 +272,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             by_file.setdefault(edit.file.path, [])
             if edit.key() not in {e.key() for e in by_file[edit.file.path]}:
                 by_file[edit.file.path].append(edit)
-        bad_files = set()
+        bad_files: dict[Path, str] = {}
         parsed_now = {pf.source.path: pf for pf in project.files}
         for path, file_edits in by_file.items():
             source = file_edits[0].file
@@ -279,21 +281,33 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             new_text = apply_edits(source.text, _keep_no_final_newline(source.text, file_edits))
             reason = _reparse_error(source, new_text, parsed_now.get(path), cache)
             if reason:
-                bad_files.add(path)
+                bad_files[path] = reason
                 dropped.append(f"{source.display}: fix not applied, the result would not parse ({reason})")
                 continue
             overrides[path] = new_text
         for finding in chosen:
             if any(e.file.path in bad_files for e in finding.fix.edits):
                 refused.add(_fix_key(finding))
+                refused_why[_fix_key(finding)] = next(bad_files[e.file.path] for e in finding.fix.edits
+                                                      if e.file.path in bad_files)
             else:
                 fixed.append(finding)
     _drop_graph(project)
     project = load(candidates, overrides, cache, extra_images, helm_values)
     project.keep_derived = keep_derived
     findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
+    _say_refused(findings, refused_why)
     return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                    suppressed)
+
+
+def _say_refused(findings: list[Finding], refused_why: dict) -> None:
+    """A finding whose fix was not written because the result would not parse says so."""
+    for f in findings:
+        why = refused_why.get(_fix_key(f)) if f.fix is not None else None
+        if why:
+            f.fix, f.fixable = None, False
+            f.message += f" (not fixed: the result would not parse: {why})"
 
 
 def _drop_graph(project: Project | None) -> None:
@@ -325,6 +339,11 @@ def _reparse_error(source: SourceFile, text: str, before, cache: ParseCache) -> 
         return f"cannot be read back ({type(err).__name__})"
     if after is not None and before is not None and _bad_json(after) > _bad_json(before):
         return "a --kv-transfer-config value would no longer be valid JSON"
+    from .parseback import native_error
+
+    native = native_error(source.kind, source.path, source.text, text)     # its own language's parser too
+    if native:
+        return native
     if after is not None:
         cache.put(probe, after)
     return None

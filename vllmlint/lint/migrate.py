@@ -8,102 +8,12 @@ from __future__ import annotations
 import re
 from ..model.record import record
 
-from ..model.launch import Edit, SourceFile
+from ..model.launch import KUBEAI_VIA, Edit, SourceFile
 from .project import Project
 from ..knowledge.images import parse_tag
 from ..knowledge.versions import fmt, parse_version
 
-IMAGE_TAG_RE = re.compile(
-    r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
-    r":(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)(?P<digest>@sha256:[0-9a-f]+)?")
-# a vLLM image whose tag names no release: `latest`, `nightly[-…]`, a commit, or no tag at all
-# (`image: vllm/vllm-openai`: Docker reads it as latest). Never bumped, reported for a human.
-FLOATING_TAG_RE = re.compile(
-    r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
-    r"(?::(?P<tag>latest|nightly[\w.\-]*|[0-9a-f]{7,40})\b|(?=[\"']?[ \t]*(?:#.*)?$))(?!@)", re.M)
-REPOSITORY_KEY_RE = re.compile(r"[\w.-]*repo(?:sitory)?[\"']?[ \t]*:[ \t]*[\"']?$", re.I)
-KUSTOMIZE_TAG_RE = re.compile(r"(?m)^(?P<lead>\s*newTag:\s*[\"']?)(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)")
-# the forms a bump rewrites whole: vX.Y.Z, X.Y.Z, vX.Y.Z.N, X.Y.Z.postN
-PLAIN_TAG_RE = re.compile(r"^v?\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?$")
-ITEM_RE = re.compile(r"(?m)^[ \t]*-[ \t]")
-VLLM_NAME_RE = re.compile(r"(?:name|newName):\s*[\"']?(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai\b")
-
-
-def _vllm_kustomize_entry(text: str, at: int) -> bool:
-    """The `images:` entry holding the newTag at `at` names a vLLM image (`name` or `newName`)."""
-    starts = [m.start() for m in ITEM_RE.finditer(text, 0, at)]
-    start = starts[-1] if starts else 0
-    nxt = ITEM_RE.search(text, at)
-    return bool(VLLM_NAME_RE.search(text[start:nxt.start() if nxt else len(text)]))
-PIN_RE = re.compile(r"(?<![\w./-])(?P<name>vllm(?:\[[\w,\s-]+\])?)\s*==\s*(?P<ver>\d+\.\d+\.\d+(?:\.post\d+)?)")
-
-
-def values_tags(source: SourceFile) -> list[tuple[int, int, str, str]]:
-    """(start, end, tag, repository) of each chart-values `tag:` beside a vLLM `repository`
-    (the tag's text without its quotes)."""
-    if source.kind not in ("yaml", "k8s") or "{{" in source.text:
-        return []
-    from ..parsers.helm_values import vllm_values_tags
-
-    out = []
-    for node, repo in vllm_values_tags(source.text):
-        s, e = node.start_mark.index, node.end_mark.index
-        if node.style in ("'", '"'):
-            s, e = s + 1, e - 1
-        if source.text[s:e] == node.value:          # written plainly: replaced whole
-            out.append((s, e, node.value, repo))
-    return out
-
-
-# a template line whose image tag falls back to the chart's appVersion
-APP_VERSION_RE = re.compile(r"default\s+\.Chart\.AppVersion|\.Chart\.AppVersion\s*(?:\||\}\})")
-IMAGE_LITERAL_RE = re.compile(r"image:[ \t]*[\"']?(?P<ref>[^\s\"'{]+?):?[ \t]*\{\{")
-VALUES_REPOSITORY_RE = re.compile(r"\.Values\.(?P<path>[\w.]+?)\.repository\b")
-
-
-def _vllm_image_line(line: str, values: SourceFile | None) -> bool:
-    """The image on this template line is vLLM's: written in the line (`vllm/vllm-openai:{{
-    .Chart.AppVersion }}`) or read from a values `repository` that names a vLLM image. A
-    chart that only mentions vllm elsewhere (a front end whose script says `vllm)`) is not."""
-    from ..knowledge.images import is_vllm_image
-
-    literal = IMAGE_LITERAL_RE.search(line)
-    if literal and is_vllm_image(literal.group("ref")):
-        return True
-    ref = VALUES_REPOSITORY_RE.search(line)
-    if ref is None or values is None:
-        return False
-    from ..parsers.helm_values import values_at
-
-    return is_vllm_image(values_at(values.text, ref.group("path").split(".") + ["repository"]))
-
-
-def _app_version_bumps(project: Project, source: SourceFile, target) -> list:
-    """A chart's `appVersion` when it names the vLLM release the chart deploys: a template
-    falls back to it for a vLLM image's tag (`default .Chart.AppVersion`), or the chart's
-    values.yaml pins a vLLM `repository` to that same tag."""
-    if source.path.name != "Chart.yaml":
-        return []
-    m = re.search(r"(?m)^appVersion:[ \t]*[\"']?(?P<v>[\w.\-]+)", source.text)
-    parsed = parse_tag(m.group("v")) if m else None
-    if parsed is None or parsed.version is None or parsed.version >= target:
-        return []
-    root = source.path.parent
-    values = next((o for o in project.sources if o.path == root / "values.yaml"), None)
-    names = values is not None and any(t == parsed.text for _, _, t, _ in values_tags(values))
-    for other in project.sources:
-        if not names and other.path.is_relative_to(root / "templates") and ".Chart.AppVersion" in other.text:
-            names = any(_vllm_image_line(line, values) for line in other.text.splitlines()
-                        if APP_VERSION_RE.search(line))
-    if not names:
-        return []
-    line = source.line_col(m.start("v"))[0]
-    new = parsed.bumped(target)
-    if new is None:
-        return [Bump(source, line, f"appVersion {parsed.text}", fmt(target), "chart appVersion", None,
-                     "a variant tag: bump it by hand")]
-    return [Bump(source, line, f"appVersion {parsed.text}", new, "chart appVersion",
-                 Edit(source, m.start("v"), m.end("v"), new))]
+from .trace import FLOATING_TAG_RE, IMAGE_TAG_RE, PIN_RE, deliberate, trace
 
 
 @record
@@ -112,9 +22,10 @@ class Bump:
     line: int
     old: str
     new: str
-    what: str              # "image tag" | "pin"
+    what: str              # "image tag" | "pin" | "chart appVersion"
     edit: Edit | None      # None: left for a human (digest-pinned image)
     why_not: str = ""
+    named: object = None   # the trace.Named it bumps: its launches, its release, where
 
 
 _TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
@@ -126,91 +37,157 @@ def is_test_code(source: SourceFile) -> bool:
     return source.kind == "python" and bool(_TEST_PATH_RE.search(source.display.replace("\\", "/")))
 
 
-def _on_lines_with(pattern: re.Pattern, text: str, needle: str):
-    """`pattern.finditer(text)` for a pattern whose matches contain `needle` and never cross a
-    line break: run on the lines that hold `needle` only (an image pattern tried at every
-    offset of every file cost a 1,500-file migrate 0.4 s)."""
-    at = text.find(needle)
-    while at >= 0:
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        end = len(text) if end < 0 else end
-        yield from pattern.finditer(text, start, end)
-        at = text.find(needle, end)
+_SIBLING_VALUE_RE = re.compile(r"^[ \t]*(?:-[ \t]+)?[\"']?(?P<key>[\w.\-]+)[\"']?[ \t]*[:=][ \t]*[\"']?v?(?P<v>\d+\.\d+\.\d+)[\"']?[ \t]*(?:#.*)?$")
+
+
+def _sibling_release(named, named_lines: set) -> str:
+    """A line near `named` (8 lines either way) whose whole value is the same release and that
+    is no place vllmlint bumps (`version: "0.6.3"` beside `image: vllm/vllm-openai:v0.6.3`,
+    `frameworks.vllm: "0.23.0"` in a provenance block): a bump would leave the two disagreeing."""
+    if named.release is None:
+        return ""
+    release = ".".join(str(x) for x in named.release)
+    lines = named.file.text.split("\n")
+    here = named.line
+    for n in range(max(1, here - 8), min(len(lines), here + 8) + 1):
+        if n == here or (named.file.path, n) in named_lines:
+            continue
+        m = _SIBLING_VALUE_RE.match(lines[n - 1])
+        if m and m.group("v") == release:
+            return f"line {n} names the same release (`{lines[n - 1].strip()}`)"
+    return ""
+
+
+def _bump(named, target: tuple[int, int, int], named_lines: set = frozenset()) -> Bump | None:
+    """The bump of one place a launch runs, or None when it already names `target` or newer."""
+    source = named.file
+    line = named.line
+    if named.release is not None and named.release >= target:
+        return None
+    sibling = _sibling_release(named, named_lines) if named.how != "pin" else ""
+    if sibling:
+        return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
+                    f"{sibling}: bump both by hand, together", named)
+    why = deliberate(named)
+    if why:
+        return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
+                    f"a comment says this release is chosen on purpose (`{why[:100]}`): bump it by hand if "
+                    f"that no longer holds", named)
+    if named.how == "image":
+        m = IMAGE_TAG_RE.fullmatch(named.text)
+        if m is None:        # a floating tag: names no release
+            f = FLOATING_TAG_RE.match(source.text, named.span[0])
+            image, tag = f.group("image"), f.group("tag") or "latest"
+            return Bump(source, line, named.text, f"{image}:v{fmt(target)}", "image tag", None,
+                        f"tag {tag} names no release (whatever was pulled last runs): pin v{fmt(target)} by hand", named)
+        tag = m.group("tag")
+        new_tag = ("v" if tag.startswith("v") else "") + fmt(target)
+        new = f"{m.group('image')}:{new_tag}"
+        if named.edit_span is None and m.group("digest"):
+            return Bump(source, line, named.text, new, "image tag", None, "pinned by digest: pick the new digest by hand", named)
+        if named.edit_span is None:
+            return Bump(source, line, named.text, new + "-…", "image tag", None,
+                        f"tag {tag} has a variant suffix: bump it by hand to a {fmt(target)} tag "
+                        f"of the same variant that exists in the registry", named)
+        if is_test_code(source):
+            return Bump(source, line, named.text, new, "image tag", None,
+                        "in test code: bump it by hand together with what the test expects", named)
+        return Bump(source, line, named.text, new, "image tag", Edit(source, *named.edit_span, new_tag), "", named)
+    if named.how == "pin":
+        name = named.text.split("==", 1)[0].strip()
+        return Bump(source, line, named.text, f"{name}=={fmt(target)}", "pin",
+                    Edit(source, *named.edit_span, fmt(target)), "", named)
+    written = source.text[named.span[0]:named.span[1]]
+    parsed = parse_tag(written)
+    new = parsed.bumped(target) if parsed is not None else None
+    what = "chart appVersion" if named.how == "chart appVersion" else "image tag"
+    if named.how == "ARG default" and new is not None and named.edit_span is None:
+        return Bump(source, line, named.text, new, what, None,
+                    f"{named.text.split('=')[0]} is declared again further down the Dockerfile: bump every "
+                    f"declaration by hand, together", named)
+    if new is None or named.edit_span is None:
+        why = "a variant tag: bump it by hand" if named.how == "chart appVersion" else \
+            f"tag {written} has a variant suffix: bump it by hand to a {fmt(target)} tag of the same variant " \
+            f"that exists in the registry"
+        return Bump(source, line, named.text, f"{fmt(target)}-…", what, None, why, named)
+    return Bump(source, line, named.text, new, what, Edit(source, *named.edit_span, new), "", named)
 
 
 def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
-    bumps: list[Bump] = []
-    for source in project.sources:
-        text = source.text
-        for m in _on_lines_with(IMAGE_TAG_RE, text, "vllm/vllm-openai"):
-            tag = m.group("tag")
-            if parse_version(tag) >= target:
-                continue
-            new_tag = ("v" if tag.startswith("v") else "") + fmt(target)
-            line = source.line_col(m.start())[0]
-            old = m.group(0)
-            if not PLAIN_TAG_RE.match(tag):
-                bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}-…", "image tag", None,
-                                  f"tag {tag} has a variant suffix: bump it by hand to a {fmt(target)} tag "
-                                  f"of the same variant that exists in the registry"))
-                continue
-            if m.group("digest"):
-                bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag", None,
-                                  "pinned by digest: pick the new digest by hand"))
-                continue
-            if is_test_code(source):
-                bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag", None,
-                                  "in test code: bump it by hand together with what the test expects"))
-                continue
-            bumps.append(Bump(source, line, old, f"{m.group('image')}:{new_tag}", "image tag",
-                              Edit(source, m.start("tag"), m.end("tag"), new_tag)))
-        for m in _on_lines_with(FLOATING_TAG_RE, text, "vllm/vllm-openai"):
-            if source.kind == "requirements":
-                continue
-            if not m.group("tag") and REPOSITORY_KEY_RE.search(text, text.rfind("\n", 0, m.start()) + 1, m.start()):
-                continue        # a chart's `repository:` value: its tag is a key of its own (`tag:`, appVersion)
-            tag = m.group("tag") or "latest"
-            written = m.group(0) if m.group("tag") else f"{m.group('image')} (no tag: latest)"
-            bumps.append(Bump(source, source.line_col(m.start())[0], written,
-                              f"{m.group('image')}:v{fmt(target)}", "image tag", None,
-                              f"tag {tag} names no release (whatever was pulled last runs): "
-                              f"pin v{fmt(target)} by hand"))
-        if source.kind in ("yaml", "k8s", "compose") and re.search(r"newName:\s*[\"']?(?:[\w.\-]+/)?vllm/vllm-openai", text):
-            for m in KUSTOMIZE_TAG_RE.finditer(text):
-                tag = m.group("tag")
-                if not _vllm_kustomize_entry(text, m.start("tag")):
-                    continue
-                if parse_version(tag) < target and not PLAIN_TAG_RE.match(tag):
-                    bumps.append(Bump(source, source.line_col(m.start("tag"))[0], tag, fmt(target) + "-…",
-                                      "image tag", None, f"tag {tag} has a variant suffix: bump it by hand"))
-                    continue
-                if parse_version(tag) < target:
-                    new_tag = ("v" if tag.startswith("v") else "") + fmt(target)
-                    bumps.append(Bump(source, source.line_col(m.start("tag"))[0], tag, new_tag, "image tag",
-                                      Edit(source, m.start("tag"), m.end("tag"), new_tag)))
-        for at, end, tag, repo in values_tags(source):
-            parsed = parse_tag(tag)
-            if parsed is None or parsed.version is None or parsed.version >= target:
-                continue
-            line = source.line_col(at)[0]
-            new_tag = parsed.bumped(target)
-            if new_tag is None:
-                bumps.append(Bump(source, line, f"{repo} tag {tag}", f"{fmt(target)}-…", "image tag", None,
-                                  f"tag {tag} has a variant suffix: bump it by hand to a {fmt(target)} tag "
-                                  f"of the same variant that exists in the registry"))
-                continue
-            bumps.append(Bump(source, line, f"{repo} tag {tag}", new_tag, "image tag",
-                              Edit(source, at, end, new_tag)))
-        bumps.extend(_app_version_bumps(project, source, target))
-        if source.kind in ("dockerfile", "requirements"):
-            for m in PIN_RE.finditer(text):
-                ver = m.group("ver")
-                if parse_version(ver) < target:
-                    bumps.append(Bump(source, source.line_col(m.start())[0], m.group(0),
-                                      f"{m.group('name')}=={fmt(target)}", "pin",
-                                      Edit(source, m.start("ver"), m.end("ver"), fmt(target))))
-    return bumps
+    """The bumps of the image references and pins the launches run (lint.trace): a tag or pin
+    that no launch runs is never edited (`unread_names` lists those for a human)."""
+    reached, unread = trace(project)
+    lines = {(n.file.path, n.line) for n in reached + unread}
+    return [b for b in (_bump(n, target, lines) for n in reached) if b is not None]
+
+
+def unread_names(project: Project, target: tuple[int, int, int] | None = None) -> list:
+    """The places that name a vLLM image or pin (older than `target`, or floating) that no
+    launch runs: listed for a human, never bumped."""
+    _, unread = trace(project)
+    return [n for n in unread if target is None or n.release is None or n.release < target]
+
+
+def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines: set = frozenset()) -> str:
+    """Why the migration does not move `launch` to `target` (its image is not one `migrate`
+    bumps: a fork or vendor build versioned by its own tags, a variant or digest left for a
+    human, a tag a comment pins, an image set where no bump reaches), else ""."""
+    from ..knowledge.images import is_vllm_image, parse_image
+    from .releases import release_from_image
+    from .trace import versioned_by_vllm
+
+    if launch.via.startswith(KUBEAI_VIA) and kubeai and id(launch) not in kubeai:
+        return "KubeAI runs it with the image of a resource profile this tree does not define"
+    image = kubeai[id(launch)][0] if id(launch) in kubeai else launch.image
+    if image and "$" not in image and "{{" not in image and parse_image(image) is None:
+        return f"its image `{image}` is a placeholder: which vLLM build it runs is not known"
+    if not image or not (is_vllm_image(image) or id(launch) in kubeai):
+        return ""
+    if not versioned_by_vllm(image):
+        return f"it runs {image}, whose tags are not vLLM's: `migrate` does not bump it"
+    refs = [n for n in launch.image_refs if n.how != "pin"]
+    for n in refs:
+        bump = _bump(n, target, named_lines)
+        if bump is None or bump.edit is not None or n.release is None:
+            return ""            # already there, bumped in this edit set, or a moving tag (newest)
+    if refs:
+        return f"its image {refs[0].text} ({refs[0].where()}) is left for a human"
+    if release_from_image(image) is None:
+        return ""                # a moving or unnamed tag: nothing to bump
+    return f"it runs {image}, set where `migrate` finds no tag to bump"
+
+
+def hold_back(target: tuple[int, int, int], hold=None):
+    """migrate's gate: a fix that needs a release (`min_release`) is held on a launch the
+    migration does not move to `target` (stays_behind): it would change what that launch's
+    release does today. `hold(launch) -> reason` names launches whose environment's upgrade is
+    blocked (requirements.blocked_launches): their fixes wait too."""
+    def gate(project, findings) -> None:
+        from .engine import hold_fixes
+        from .trace import kubeai_images
+
+        if hold is not None:
+            hold_fixes(findings, hold)
+
+        held = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
+                any(l.image or l.via.startswith(KUBEAI_VIA) for l in f.fix.launches)]
+        if not held:
+            return
+        reached, unread = trace(project)
+        lines = {(n.file.path, n.line) for n in reached + unread}
+        kubeai = kubeai_images(project, [l for l in project.launches if l.via.startswith(KUBEAI_VIA)])
+        why: dict[int, str] = {}
+        for f in held:
+            for launch in f.fix.launches:
+                if id(launch) not in why:
+                    why[id(launch)] = stays_behind(launch, target, kubeai, lines)
+                if why[id(launch)]:
+                    f.fix, f.fixable = None, False
+                    f.message += f" (not fixed by the migration: {why[id(launch)]})"
+                    f.detail = " ".join(p for p in (f.detail, f"Not fixed by `migrate`: {why[id(launch)]}; upgrade "
+                                                    f"it by hand, then run `vllmlint check --fix`.") if p)
+                    break
+    return gate
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,28 +200,14 @@ class Detected:
 
 
 def detect_version(project: Project) -> Detected | None:
-    """The oldest vLLM release the tree pins: image tags, kustomize newTag, `vllm==` pins."""
-    found: list[Detected] = []
-    for source in project.sources:
-        text = source.text
-        for m in IMAGE_TAG_RE.finditer(text):
-            found.append(Detected(parse_version(m.group("tag")),
-                                  f"image tag {m.group(0)} ({source.display}:{source.line_col(m.start())[0]})"))
-        if source.kind in ("yaml", "k8s", "compose") and re.search(r"newName:\s*[\"']?(?:[\w.\-]+/)?vllm/vllm-openai", text):
-            for m in KUSTOMIZE_TAG_RE.finditer(text):
-                if not _vllm_kustomize_entry(text, m.start("tag")):
-                    continue
-                found.append(Detected(parse_version(m.group("tag")),
-                                      f"newTag {m.group('tag')} ({source.display}:{source.line_col(m.start('tag'))[0]})"))
-        for at, _, tag, repo in values_tags(source):
-            parsed = parse_tag(tag)
-            if parsed is not None and parsed.version is not None:
-                found.append(Detected(parsed.version, f"{repo} tag {tag} ({source.display}:{source.line_col(at)[0]})"))
-        if source.kind in ("dockerfile", "requirements"):
-            for m in PIN_RE.finditer(text):
-                found.append(Detected(parse_version(m.group("ver")),
-                                      f"pin {m.group(0)} ({source.display}:{source.line_col(m.start())[0]})"))
+    """The oldest vLLM release the launches run, by the tags and pins they read (lint.trace):
+    a release named in a changelog or a comment is not where the tree is."""
+    found = [Detected(n.release, f"{_WHAT.get(n.how, '')}{n.text} ({n.where()})")
+             for n in trace(project)[0] if n.release is not None]
     return min(found, key=lambda d: d.version) if found else None
+
+
+_WHAT = {"image": "image tag ", "pin": "pin "}
 
 
 def steps_between(start: tuple[int, int, int] | None, target: tuple[int, int, int]) -> list[tuple[int, int, int]]:
@@ -345,7 +308,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
         # tree is not re-read, and the launch graph and secret values are not derived again
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
-                                    cache=cache, gate=hold or False, helm_values=helm_values,
+                                    cache=cache, gate=hold_back(steps[-1], hold), helm_values=helm_values,
                                     start=outcome.project if outcome is not None else None, keep_derived=True)
         changed = outcome.changed()
         for path, (orig, new) in changed.items():
@@ -363,9 +326,31 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
     return Chain(done, total)
 
 
+def _evidence(launch) -> str:
+    """`container vllm (Deployment/x) at `k8s/a.yaml:12`, which ran 0.22.0 (image
+    vllm/vllm-openai:v0.22.0 at k8s/a.yaml:9)`: the launch, its release and what says so."""
+    from ..knowledge.versions import fmt
+
+    where = f"{launch.context} at `{launch.file.display}:{launch.line}`"
+    release = getattr(launch, "release", None)
+    if release is None:
+        return f"{where}, whose release vllmlint does not know"
+    said = launch.image_refs or launch.pins
+    at = f" at {said[0].where()}" if said and not launch.release_from.startswith("pin vllm==") else ""
+    return f"{where}, which ran {fmt(release)} ({launch.release_from}{at})"
+
+
+def _fix_evidence(finding) -> str:
+    launches = finding.fix.launches if finding.fix is not None else []
+    if not launches:
+        return ""
+    return "; serves " + "; ".join(_evidence(l) for l in launches[:3]) + (" …" if len(launches) > 3 else "")
+
+
 def markdown_report(to_version, from_version, changed, bumps, fixed, findings, left, preview: bool,
-                    silent=()) -> str:
-    """A pull-request description: per file what changed and why, then what needs a human."""
+                    silent=(), unread=()) -> str:
+    """A pull-request description: per file what changed and why (per edit the launch it serves,
+    the release that launch runs and the evidence for it), then what needs a human."""
     from .docs import help_uri
 
     def link(code: str) -> str:
@@ -378,9 +363,14 @@ def markdown_report(to_version, from_version, changed, bumps, fixed, findings, l
     per_file: dict[str, list[str]] = {}
     for b in bumps:
         if b.edit:
-            per_file.setdefault(b.file.display, []).append(f"line {b.line}: {b.what} `{b.old}` -> `{b.new}`")
+            serves = ""
+            if b.named is not None and b.named.launches:
+                ls = b.named.launches
+                serves = "; run by " + "; ".join(_evidence(l) for l in ls[:3]) + (f" and {len(ls) - 3} more" if len(ls) > 3 else "")
+            per_file.setdefault(b.file.display, []).append(f"line {b.line}: {b.what} `{b.old}` -> `{b.new}`{serves}")
     for f in fixed:
-        per_file.setdefault(f.file.display, []).append(f"line {f.line_col[0]}: {link(f.code)} {f.name}: {f.message}")
+        per_file.setdefault(f.file.display, []).append(
+            f"line {f.line_col[0]}: {link(f.code)} {f.name}: {f.message}{_fix_evidence(f)}")
     if per_file:
         lines += ["## Changed", ""]
         for display in sorted(per_file):
@@ -394,6 +384,13 @@ def markdown_report(to_version, from_version, changed, bumps, fixed, findings, l
         for f in findings:
             line, col = f.line_col
             lines.append(f"- `{f.file.display}:{line}:{col}` {link(f.code)} ({f.severity}): {f.message}")
+        lines.append("")
+    if unread:
+        files = sorted({n.file.display for n in unread})
+        lines += [f"## vLLM images named where no launch reads them ({len(unread)} places in {len(files)} files)", "",
+                  "Never bumped: a comment, a docstring, a changelog or prose value, a test's data, or a file "
+                  "vllmlint does not read as a launch. Bump by hand what does deploy vLLM:", ""]
+        lines += [f"- `{n.where()}`: `{n.text}`" for n in unread]
         lines.append("")
     if silent:
         lines += ["## Changes behaviour silently", "",

@@ -62,6 +62,8 @@ def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) ->
 def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> str:
     """Why the release a vLLM image runs is unknown though the image pins one (a dated or
     custom tag: `rocm/vllm-dev:open-mi300-08052025`), else ""."""
+    if image and image.strip().startswith("<") and image.strip().endswith(">"):
+        return f"image {image} is a placeholder"      # `<your-vllm-neuron-image>`: any build at all
     who = platform_build(image)
     if who and platform_release(image) is None:
         return f"image {image} is built by or for {who}: its tags are not vLLM's releases"

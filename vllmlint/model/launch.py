@@ -288,6 +288,30 @@ class AppendSite:
         return Edit(self.file, self.offset, self.offset, self.template.format(token))
 
 
+@record(eq=False)
+class Named:
+    """A vLLM image reference or `vllm` pin written in a file: where (`span`: the whole
+    reference or pin as matched), the part a bump replaces (`edit_span`, None when a human must
+    pick the new value: digest, variant, floating tag), the release it implies, and how it is
+    written (`image`, `values tag`, `kustomize newTag`, `chart appVersion`, `KubeAI
+    modelServers`, `pin`)."""
+    file: SourceFile
+    span: Span
+    text: str                  # as written: `vllm/vllm-openai:v0.22.0`, `vllm==0.8.5`, `tag v0.8.5`
+    how: str
+    release: tuple[int, int, int] | None = None
+    edit_span: Span | None = None
+    image: str = ""            # the image it stands for (a values tag, a newTag: `repository:tag`)
+    launches: list = field(default_factory=list)   # the launches that run it (lint.trace)
+
+    @property
+    def line(self) -> int:
+        return self.file.line_col(self.span[0])[0]
+
+    def where(self) -> str:
+        return f"{self.file.display}:{self.line}"
+
+
 # Launch kinds
 SERVE = "serve"            # plain `vllm serve` (also the vllm/vllm-openai image entrypoint)
 TOKENS_ONLY = "tokens-only"
@@ -329,6 +353,10 @@ class Launch:
     alternative_of: int | None = None   # line of the same engine written in an exclusive arm
     count: int | None = 1      # engines it starts: a `for` loop's iterations (None: known at run time)
     proxy_flavour: str = ""    # PROXY read from its own source (parsers.pyproxy): custom-multiturn | custom
+    # where the vLLM image it runs and the `vllm` pin of its Python environment are written
+    # (lint.trace): what `migrate` bumps, and only these
+    image_refs: list["Named"] = field(default_factory=list)
+    pins: list["Named"] = field(default_factory=list)
 
     @property
     def port(self) -> int | None:

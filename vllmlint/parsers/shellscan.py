@@ -32,6 +32,33 @@ EXPANDING_HEADS = {"exec", "nohup", "setsid", "sudo", "env", "time", "timeout", 
                    "vllm", "torchrun", "ray", "xargs"}
 
 
+# what opens a compound body (`then`, `else`, `do`, `{`) and what closes one (`fi`, `else`,
+# `elif`, `done`, `}`): a body with nothing between them is a syntax error in sh and bash
+_OPENS_BODY_RE = re.compile(r"(?:^|[\s;&|])(?:then|else|do|\{)$")
+_CLOSES_BODY_RE = re.compile(r"(?:fi|else|elif|done|\})(?:$|[\s;&|)])")
+
+
+def _strip_comments(lines: list[str]) -> list[str]:
+    return [l for l in lines if l.strip() and not l.strip().startswith("#")]
+
+
+def only_statement(text: str, start: int, end: int) -> bool:
+    """The command at text[start:end] is the only statement of a compound body: what comes
+    before it (comments and blanks aside) opens the body, what follows closes it. Removing it
+    would leave `then` / `fi` with nothing between them (a syntax error), so a removal writes
+    `:` in its place (decided in issue 29: the construct and its condition stay as written)."""
+    before = _strip_comments(text[:start].splitlines())
+    after = _strip_comments(text[end:].splitlines())
+    head = before[-1].rstrip() if before else ""
+    head = head.rstrip(";").rstrip() if head.rstrip().endswith(";") and not head.rstrip().endswith(";;") else head
+    if not _OPENS_BODY_RE.search(head):
+        return False
+    tail = text[end:].lstrip(" \t;") if text[end:].lstrip(" \t").startswith(";") else None
+    nxt = (tail.splitlines()[0].strip() if tail and tail.splitlines() and tail.splitlines()[0].strip()
+           else (after[0].strip() if after else ""))
+    return bool(_CLOSES_BODY_RE.match(nxt))
+
+
 @record
 class VarValue:
     """One value a shell variable may hold: its text and the file offset of each character.
@@ -156,12 +183,18 @@ class _Scanner:
             end += 1
         while end < len(text) and text[end] in " \t":
             end += 1
+        alone = only_statement(text, fs, end)
         if not text[line_start:fs].strip() and (end >= len(text) or text[end] in "\r\n"):
+            if alone:      # the body keeps a statement: `:` (a no-op) where the command was
+                return [Edit(self.file, fs, fe, ":")] if text[fe:end].strip() in ("", ";") else \
+                    [Edit(self.file, fs, end, ":")]
             if text.startswith("\r\n", end):
                 end += 2
             elif end < len(text):
                 end += 1
             return [Edit(self.file, line_start, end, "")]
+        if alone:
+            return [Edit(self.file, fs, fe, ":")]
         return [Edit(self.file, fs, end, "")]
 
     def remove_word(self, words: list[Word], i: int) -> list[Edit] | None:

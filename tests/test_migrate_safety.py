@@ -1,0 +1,174 @@
+"""Issue 29: every edit traced to a launch, and every edited file parses back.
+
+tests/data/migrate_safety is a synthetic tree of the shapes that real repositories had
+`migrate` edit blind: an append-only changelog YAML naming vLLM image upgrades, a prose
+annotation and a comment naming images, a Modal launcher whose docstring and comment give image
+examples, a recipe in a YAML format vllmlint does not read as launches, and a script whose
+`if` body holds only the variable a fix removes."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vllmlint.cli import main
+
+TREE = Path(__file__).parent / "data" / "migrate_safety"
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(TREE, root)
+    monkeypatch.chdir(root)          # paths are reported relative to the tree, as a user runs it
+    return root
+
+
+def _migrate(root: Path, *args: str):
+    return CliRunner().invoke(main, ["migrate", "--to", "0.30.0", *args, "."], catch_exceptions=False)
+
+
+def test_only_images_a_launch_runs_are_bumped(tree):
+    originals = {p: p.read_text() for p in tree.rglob("*") if p.is_file()}
+    result = _migrate(tree, "--verbose")
+    deploy = (tree / "deploy/vllm.yaml").read_text()
+    # the container's image: bumped; its prose annotation and the comment above it: not
+    assert "image: vllm/vllm-openai:v0.30.0" in deploy
+    assert 'description: "Serves the model on vllm/vllm-openai:v0.22.0 (upgraded from vllm/vllm-openai:v0.21.0)"' in deploy
+    assert "# image: vllm/vllm-openai:v0.21.0 was the previous release" in deploy
+    # the changelog and the recipe: untouched, listed for a human
+    assert (tree / "CHANGELOG.yaml").read_text() == originals[tree / "CHANGELOG.yaml"]
+    assert (tree / "recipes/qwen.yaml").read_text() == originals[tree / "recipes/qwen.yaml"]
+    # the Modal image its function runs: bumped; the docstring and comment examples: not
+    modal = (tree / "tools/modal_serve.py").read_text()
+    assert 'from_registry("vllm/vllm-openai:v0.30.0")' in modal
+    assert "such as 'vllm/vllm-openai:v0.22.0'" in modal
+    assert "# image: 'vllm/vllm-openai:v0.21.0' -> 'vllm/vllm-openai:v0.22.0'" in modal
+    assert "Starts vLLM in vllm/vllm-openai:v0.22.0." in modal
+    out = result.output
+    assert "Left for a human: vLLM images named where no launch reads them (12 places in 4 files)" in out
+    assert "recipes/qwen.yaml:5: vllm/vllm-openai:v0.22.0" in out
+    assert "CHANGELOG.yaml:6: vllm/vllm-openai:v0.21.0" in out
+
+
+def test_without_verbose_the_unread_places_are_counted_once(tree):
+    result = _migrate(tree, "--diff")
+    assert "named where no launch reads them (12 places in 4 files); never bumped (--verbose lists them)" \
+        in result.output
+    assert "recipes/qwen.yaml:5" not in result.output
+
+
+def test_the_only_statement_of_an_if_body_becomes_a_no_op(tree):
+    script = tree / "scripts/start.sh"
+    result = CliRunner().invoke(main, ["check", "--fix", "--target-version", "0.30.0", str(script)])
+    text = script.read_text()
+    assert "if [ \"${LEGACY:-0}\" = 1 ]; then\n  :\nfi\n" in text, result.output
+    if shutil.which("bash"):
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    again = CliRunner().invoke(main, ["check", "--fix", "--target-version", "0.30.0", str(script)])
+    assert script.read_text() == text, again.output       # a second --fix changes nothing
+
+
+@pytest.mark.parametrize("script, fixed", [
+    ("if a; then export VLLM_USE_V1=1; fi\nvllm serve m\n", "if a; then :; fi\n"),
+    ("for i in 1; do\n  # why\n  export VLLM_USE_V1=1\ndone\nvllm serve m\n", "do\n  # why\n  :\ndone\n"),
+    ("f() {\n  export VLLM_USE_V1=1\n}\nf\nvllm serve m\n", "f() {\n  :\n}\n"),
+    ("if a; then\n  export VLLM_USE_V1=1\nelse\n  echo no\nfi\nvllm serve m\n", "then\n  :\nelse\n"),
+    ("if a; then\n  export VLLM_USE_V1=1\n  echo x\nfi\nvllm serve m\n", "then\n  echo x\nfi\n"),   # not alone
+])
+def test_a_removal_never_leaves_an_empty_compound_body(tmp_path, script, fixed):
+    path = tmp_path / "run.sh"
+    path.write_text("#!/bin/bash\n" + script)
+    CliRunner().invoke(main, ["check", "--fix", "--target-version", "0.30.0", str(path)])
+    assert fixed in path.read_text()
+    if shutil.which("bash"):
+        assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+
+
+def test_report_names_the_launch_its_release_and_the_evidence(tree, tmp_path):
+    report = tmp_path / "migration.md"
+    _migrate(tree, "--diff", "--report", str(report))
+    text = report.read_text()
+    assert ("line 13: image tag `vllm/vllm-openai:v0.22.0` -> `vllm/vllm-openai:v0.30.0`; run by container vllm "
+            "(Deployment/llm) at `deploy/vllm.yaml:14`, which ran 0.22.0 (image vllm/vllm-openai:v0.22.0 at "
+            "deploy/vllm.yaml:13)") in text
+    assert "## vLLM images named where no launch reads them (12 places in 4 files)" in text
+    assert "- `recipes/qwen.yaml:5`: `vllm/vllm-openai:v0.22.0`" in text
+
+
+@pytest.mark.parametrize("kind, name, good, bad", [
+    ("shell", "a.sh", "if a; then\n  :\nfi\n", "if a; then\nfi\n"),
+    ("yaml", "a.yaml", "a: [1, 2]\n", "a: [1, 2\n"),
+    ("k8s", "a.json", '{"a": 1}', '{"a": 1,}'),
+    ("python", "a.py", "x = [1]\n", "x = [1\n"),
+])
+def test_parse_back_in_the_files_own_language(kind, name, good, bad):
+    from vllmlint.lint.parseback import native_error
+
+    if kind == "shell" and not shutil.which("bash"):
+        pytest.skip("bash is not on PATH")
+    assert native_error(kind, Path(name), good, good) is None
+    assert native_error(kind, Path(name), good, bad)
+    assert native_error(kind, Path(name), bad, bad) is None     # did not parse before: not the edit's doing
+
+
+def test_a_fix_whose_result_bash_cannot_read_is_not_written(tmp_path, monkeypatch):
+    """Our own front end accepts what bash refuses: the native parser is the judge, the file
+    is left as it was and the run says why."""
+    from vllmlint.parsers import shellscan
+
+    if not shutil.which("bash"):
+        pytest.skip("bash is not on PATH")
+    monkeypatch.setattr(shellscan, "only_statement", lambda text, start, end: False)   # the old edit
+    path = tmp_path / "run.sh"
+    original = "#!/bin/bash\nif a; then\n  export VLLM_USE_V1=1\nfi\nvllm serve m\n"
+    path.write_text(original)
+    result = CliRunner().invoke(main, ["check", "--fix", "--target-version", "0.30.0", str(path)])
+    assert path.read_text() == original
+    assert "fix not applied, the result would not parse (bash -n:" in result.output
+    assert "VLLM_USE_V1" in result.output and "(not fixed: the result would not parse: bash -n:" in result.output
+
+
+def test_the_arg_a_from_takes_its_tag_from_is_bumped_a_build_only_from_is_listed(tmp_path, monkeypatch):
+    """`ARG V=v0.22.0` + `FROM vllm/vllm-openai:${V}` of a stage that serves: the ARG is the tag
+    of the image that launch runs. A Dockerfile that only builds on the image (no launch) is
+    listed, never bumped."""
+    (tmp_path / "serve").mkdir()
+    (tmp_path / "build").mkdir()
+    served = 'ARG VLLM_VERSION=v0.22.0\nFROM vllm/vllm-openai:${VLLM_VERSION}\nENTRYPOINT ["vllm", "serve", "m"]\n'
+    built = "FROM vllm/vllm-openai:v0.22.0\nCOPY ray_init.sh /vllm-workspace/ray_init.sh\n"
+    (tmp_path / "serve/Dockerfile").write_text(served)
+    (tmp_path / "build/Dockerfile").write_text(built)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", "--verbose", "."], catch_exceptions=False)
+    assert (tmp_path / "serve/Dockerfile").read_text() == served.replace("v0.22.0", "v0.30.0")
+    assert (tmp_path / "build/Dockerfile").read_text() == built
+    assert "build/Dockerfile:1: vllm/vllm-openai:v0.22.0" in result.output
+
+
+def test_an_image_beside_a_field_that_names_the_same_release_is_left_for_a_human(tmp_path, monkeypatch):
+    """A provenance field (`frameworks.vllm: "0.23.0"`) beside the image: bumping the image
+    alone would make the two disagree (issue 29), so neither is bumped and the summary says why."""
+    deployment = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm
+  annotations:
+    frameworks.vllm: "0.23.0"
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.23.0
+          args: ["--model", "m"]
+"""
+    (tmp_path / "d.yaml").write_text(deployment)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", "."], catch_exceptions=False)
+    assert (tmp_path / "d.yaml").read_text() == deployment
+    assert 'line 6 names the same release (`frameworks.vllm: "0.23.0"`): bump both by hand, together' in result.output

@@ -1,0 +1,106 @@
+"""Every edited file parses back: the language's own parser, after ours (issue 29).
+
+`check --fix` and `migrate` re-parse each changed file with vllmlint's front end
+(engine._reparse_error); this adds the parser of the file's own language, so that an edit our
+front end accepts but the real tool would not (an `if ...; then` / `fi` left with no statement
+between them) is never written:
+
+- shell: `bash -n` (it parses, it never runs) when bash is on PATH;
+- YAML (compose, Kubernetes, values): PyYAML's safe loader, every document;
+- JSON: `json.loads`;
+- Python: `ast.parse`;
+- Dockerfile: our own parser is the one used (engine._reparse_error already ran it).
+
+A check applies only when the original text passed it: a Helm template is not YAML before the
+edit either, and a script bash cannot read is not made worse by an edit (our own parser still
+must read the result).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+# the shell files bash can read: a `#!/bin/sh` script is read by bash as well (bash -n is a
+# superset check for POSIX sh); zsh/fish scripts are not shell files here
+_BASH_TIMEOUT = 10
+
+
+def _bash_error(text: str) -> str | None:
+    bash = shutil.which("bash")
+    if bash is None:
+        return None
+    try:
+        # -n: read, never execute; no startup files and no BASH_ENV (a non-interactive bash
+        # sources $BASH_ENV first), so nothing but the parser runs
+        done = subprocess.run([bash, "--norc", "--noprofile", "-n"], input=text, capture_output=True, text=True,
+                              timeout=_BASH_TIMEOUT, env={"PATH": os.environ.get("PATH", ""), "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode == 0:
+        return None
+    lines = [l for l in done.stderr.strip().splitlines() if l.strip()]
+    first = lines[0] if lines else "syntax error"
+    for prefix in (bash + ": ", "bash: "):
+        if first.startswith(prefix):
+            first = first[len(prefix):]
+    return "bash -n: " + first
+
+
+def _yaml_error(text: str) -> str | None:
+    import yaml
+
+    try:
+        for _ in yaml.safe_load_all(text):
+            pass
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        return f"YAML: {where}{getattr(err, 'problem', None) or err}"
+    except Exception as err:        # a constructor error on odd input
+        return f"YAML: {type(err).__name__}"
+    return None
+
+
+def _json_error(text: str) -> str | None:
+    try:
+        json.loads(text)
+    except ValueError as err:
+        return f"JSON: {err}"
+    return None
+
+
+def _python_error(text: str) -> str | None:
+    try:
+        ast.parse(text)
+    except SyntaxError as err:
+        return f"Python: line {err.lineno}: {err.msg}"
+    except ValueError as err:
+        return f"Python: {err}"
+    return None
+
+
+def checker(kind: str, path: Path):
+    """The native parse check for a file of `kind` at `path`, or None."""
+    if path.suffix.lower() == ".json":
+        return _json_error
+    if kind == "shell":
+        return _bash_error
+    if kind in ("yaml", "k8s", "compose"):
+        return _yaml_error
+    if kind == "python":
+        return _python_error
+    return None
+
+
+def native_error(kind: str, path: Path, before: str, after: str) -> str | None:
+    """Why `after` does not parse in its own language when `before` did, else None."""
+    check = checker(kind, path)
+    if check is None or check(after) is None:
+        return None
+    if check(before) is not None:
+        return None             # it did not parse before either: our own parser is the judge
+    return check(after)
