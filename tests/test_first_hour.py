@@ -19,7 +19,9 @@ from vllmlint.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"
-BAD_SCRIPT = "#!/bin/sh\nexport VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1\nvllm serve m --port 8000\n"
+# The scripts name the release they run (issue 29: a fix that depends on the release needs it)
+RELEASE = "# vllmlint: release=0.30.0\n"
+BAD_SCRIPT = "#!/bin/sh\nexport VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1\nvllm serve m --port 8000\n" + RELEASE
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -138,7 +140,7 @@ def test_every_star_is_applied_by_fix_with_the_same_arguments(tmp_path):
         assert starred or args == ["--target-version", "0.29.0"]
 
 
-SPECULATIVE = "#!/bin/sh\nvllm serve m --speculative-model x --num-speculative-tokens 5\n"
+SPECULATIVE = "#!/bin/sh\nvllm serve m --speculative-model x --num-speculative-tokens 5\n" + RELEASE
 
 
 def test_unsafe_fix_hint(tree):

@@ -144,7 +144,6 @@ BLOCKED = {   # case, target -> what the summary says
     ("range-conflict", "0.30.0"): "huggingface_hub<1.0 and vLLM 0.30.0's huggingface_hub>=1.31.0 admit no common version",
     ("exact-conflict", "0.30.0"): "huggingface_hub==0.23.4 does not satisfy vLLM 0.30.0's huggingface_hub>=1.31.0",
     ("python310", "0.33.0"): "vLLM 0.33.0 requires Python <3.15,>=3.11; base image python:3.10-slim runs Python 3.10",
-    ("sglang-dep", "0.30.0"): "vLLM is installed here as a dependency of SGLang (sglang[all]==0.4.6.post5)",
     ("wheel-url", "0.30.0"): "is a wheel built for torch 2.6; vLLM 0.30.0 pins torch==2.13.0",
 }
 
@@ -159,11 +158,16 @@ def test_blocked_environment_keeps_its_vllm(case, target, tmp_path):
     assert "blocker, not bumped" in (tmp_path / "pr.md").read_text()
 
 
-def test_sglang_base_image_keeps_its_vllm(tmp_path):
+def test_sglang_environment_keeps_its_vllm(tmp_path):
+    # vLLM as SGLang's dependency (in `pip install sglang[all] vllm`, and in an SGLang base image):
+    # no vLLM launch runs that environment (the image runs SGLang), so its pins are never bumped;
+    # migrate lists them among the places no launch reads (issue 29: every edit traced to a launch)
     work = copy("deps/sglang-dep", tmp_path)
-    result = run(["migrate", "--to", "0.30.0", "."], work)
-    assert "dependency of SGLang (base image lmsysorg/sglang:v0.4.6.post5-cu124)" in result.output
-    assert "vllm==0.27.0" in (work / "Dockerfile.base").read_text()
+    before = snapshot(work)
+    result = run(["migrate", "--to", "0.30.0", "--verbose", "."], work)
+    assert snapshot(work) == before
+    assert "vLLM images named where no launch reads them (2 places in 2 files)" in result.output
+    assert "Dockerfile:2: vllm==0.27.0" in result.output and "Dockerfile.base:2: vllm==0.27.0" in result.output
 
 
 # --------------------------------------------------------------------------------------------
