@@ -172,3 +172,33 @@ spec:
     result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", "."], catch_exceptions=False)
     assert (tmp_path / "d.yaml").read_text() == deployment
     assert 'line 6 names the same release (`frameworks.vllm: "0.23.0"`): bump both by hand, together' in result.output
+
+
+# The default of an image variable (`image: ${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}`, compose or a
+# script): the image the launch runs unless the variable is set. Found as a user (a DGX stack's
+# compose file, issue 29): it was neither bumped nor listed, so migrate said "0 files" while the
+# launch stayed on 0.26.0.
+IMAGE_DEFAULT_COMPOSE = """services:
+  vllm:
+    image: ${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}
+    command: >
+      --model ${MODEL:-Qwen/Qwen3-8B}
+      --port 8000
+"""
+
+
+def test_image_variable_default_is_bumped(tmp_path, monkeypatch):
+    (tmp_path / "compose.yaml").write_text(IMAGE_DEFAULT_COMPOSE)
+    monkeypatch.chdir(tmp_path)
+    result = _migrate(tmp_path)
+    assert "image: ${VLLM_IMAGE:-vllm/vllm-openai:v0.30.0}" in (tmp_path / "compose.yaml").read_text()
+    assert "compose.yaml:3: image tag vllm/vllm-openai:v0.26.0 -> vllm/vllm-openai:v0.30.0" in result.output
+
+
+def test_image_variable_set_in_an_env_file_is_left_for_a_human(tmp_path, monkeypatch):
+    (tmp_path / "compose.yaml").write_text(IMAGE_DEFAULT_COMPOSE)
+    (tmp_path / ".env").write_text("VLLM_IMAGE=registry.example/vllm/vllm-openai:v0.26.0\n")
+    monkeypatch.chdir(tmp_path)
+    result = _migrate(tmp_path)
+    assert (tmp_path / "compose.yaml").read_text() == IMAGE_DEFAULT_COMPOSE
+    assert "VLLM_IMAGE is set in .env" in result.output

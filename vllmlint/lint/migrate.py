@@ -13,7 +13,7 @@ from .project import Project
 from ..knowledge.images import parse_tag
 from ..knowledge.versions import fmt, parse_version
 
-from .trace import FLOATING_TAG_RE, IMAGE_TAG_RE, PIN_RE, deliberate, trace
+from .trace import FLOATING_TAG_RE, IMAGE_TAG_RE, PIN_RE, deliberate, overridden_default, trace
 
 
 @record
@@ -68,6 +68,11 @@ def _bump(named, target: tuple[int, int, int], named_lines: set = frozenset()) -
     if sibling:
         return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
                     f"{sibling}: bump both by hand, together", named)
+    overridden = overridden_default(named) if named.how == "image" else ""
+    if overridden:
+        return Bump(source, line, named.text, fmt(target), "image tag", None,
+                    f"the default of an image variable, and {overridden}: bump the image there (or here) by hand",
+                    named)
     why = deliberate(named)
     if why:
         return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,

@@ -34,13 +34,14 @@ from ..knowledge.images import parse_image, parse_tag
 from ..knowledge.versions import parse_version
 from ..model.launch import KUBEAI_VIA, Launch, Named, SourceFile
 
+# `(?:(?<=:-)|...)`: also the default of `${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}` (compose, shell)
 IMAGE_TAG_RE = re.compile(
-    r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
+    r"(?P<image>(?:(?<=:-)|(?<![\w./-]))(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
     r":(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)(?P<digest>@sha256:[0-9a-f]+)?")
 # a vLLM image whose tag names no release: `latest`, `nightly[-…]`, a commit, or no tag at all
 # (`image: vllm/vllm-openai`: Docker reads it as latest). Never bumped, reported for a human.
 FLOATING_TAG_RE = re.compile(
-    r"(?P<image>(?<![\w./-])(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
+    r"(?P<image>(?:(?<=:-)|(?<![\w./-]))(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
     r"(?::(?P<tag>latest|nightly[\w.\-]*|[0-9a-f]{7,40})\b|(?=[\"']?[ \t]*(?:#.*)?$))(?!@)", re.M)
 # a chart's `repository:` or a kustomize `newName:`: its tag is a key of its own (`tag:`, newTag)
 REPOSITORY_KEY_RE = re.compile(r"(?:[\w.-]*repo(?:sitory)?|newName)[\"']?[ \t]*:[ \t]*[\"']?$", re.I)
@@ -154,7 +155,10 @@ def _in_code(source: SourceFile, at: int, end: int, cache: dict) -> bool:
         start = text.rfind("\n", 0, at) + 1
         stop = text.find("\n", end)
         rest = text[end:len(text) if stop < 0 else stop]
-        if YAML_VALUE_LINE_RE.fullmatch(text[start:at]) and re.fullmatch(r"[\"']?[ \t]*(?:#.*)?\r?", rest):
+        lead = text[start:at]
+        if lead.endswith(":-") and rest.startswith("}"):      # `image: ${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}`
+            lead, rest = re.sub(r"\$\{\w+:-$", "", lead), rest[1:]
+        if YAML_VALUE_LINE_RE.fullmatch(lead) and re.fullmatch(r"[\"']?[ \t]*(?:#.*)?\r?", rest):
             return True
         return bool(RUNS_IMAGE_RE.search(text[start:at]))   # a command in a script block
     return True
@@ -335,11 +339,40 @@ def _arg_defaults(source: SourceFile) -> list[Named]:
     return out
 
 
+EXPANSION_DEFAULT_RE = re.compile(r"\$\{(?P<var>\w+):-(?P<default>[^{}$]+)\}")
+# `VLLM_IMAGE=...` in an env file beside the file (compose reads `.env`; scripts source them)
+ENV_FILE_GLOBS = (".env", ".env.*", "*.env")
+
+
+def overridden_default(named: Named) -> str:
+    """For an image written as the default of `${VAR:-image}`: the env file beside its file that
+    sets VAR (the launch then runs that image, not the default), else ""."""
+    text = named.file.text
+    if text[max(0, named.span[0] - 2):named.span[0]] != ":-":
+        return ""
+    m = re.search(r"\$\{(\w+):-$", text[max(0, named.span[0] - 200):named.span[0]])
+    if m is None:
+        return ""
+    assign = re.compile(rf"(?m)^[ \t]*(?:export[ \t]+)?{re.escape(m.group(1))}[ \t]*=")
+    folder = named.file.path.parent
+    for pattern in ENV_FILE_GLOBS:
+        for env_file in sorted(folder.glob(pattern)):
+            try:
+                if env_file.is_file() and assign.search(env_file.read_text(encoding="utf-8", errors="replace")):
+                    return f"{m.group(1)} is set in {env_file.name}"
+            except OSError:
+                continue
+    return ""
+
+
 def _same_image(written: str, runs: str | None) -> bool:
     """The reference written in a file is the one a launch runs (`runs` may carry a digest,
     a `docker.io/` the file leaves out, or the other way round)."""
     if not runs:
         return False
+    default = EXPANSION_DEFAULT_RE.fullmatch(runs.strip())
+    if default:                 # `${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}`: the image it runs unless set
+        runs = default.group("default")
     def norm(ref: str) -> str:
         ref = ref.split(" (no tag", 1)[0]
         for prefix in ("docker.io/", "index.docker.io/"):
