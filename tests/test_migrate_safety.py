@@ -202,3 +202,39 @@ def test_image_variable_set_in_an_env_file_is_left_for_a_human(tmp_path, monkeyp
     result = _migrate(tmp_path)
     assert (tmp_path / "compose.yaml").read_text() == IMAGE_DEFAULT_COMPOSE
     assert "VLLM_IMAGE is set in .env" in result.output
+
+
+# A build migrate neither recognises as vLLM's release image nor bumps (an OpenVINO build
+# republished by a user, found as a user in a KServe ServingRuntime): its launch keeps whatever
+# vLLM it ships, so a removal of a variable that build still reads is held, with the reason.
+OPENVINO_RUNTIME = """apiVersion: v1
+kind: Pod
+metadata: {name: ov}
+spec:
+  containers:
+    - name: kserve-container
+      image: quay.io/someone/vllm-openvino:latest
+      command: ["python", "-m", "vllm.entrypoints.openai.api_server"]
+      args: ["--port=8080", "--model=/mnt/models"]
+      env:
+        - name: VLLM_OPENVINO_DEVICE
+          value: "CPU"
+"""
+
+
+def test_fix_held_on_an_image_migrate_does_not_bump(tmp_path, monkeypatch):
+    (tmp_path / "runtime.yaml").write_text(OPENVINO_RUNTIME)
+    monkeypatch.chdir(tmp_path)
+    result = _migrate(tmp_path)
+    assert (tmp_path / "runtime.yaml").read_text() == OPENVINO_RUNTIME
+    assert ("not fixed by the migration: it runs quay.io/someone/vllm-openvino:latest, which `migrate` does not "
+            "know as a vLLM release image and does not bump") in result.output
+
+
+def test_pin_bump_moves_a_launch_on_a_python_base_image(tmp_path, monkeypatch):
+    (tmp_path / "Dockerfile").write_text('FROM python:3.12\nRUN pip install vllm==0.29.0\n'
+                                         'ENV VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1\nCMD ["vllm", "serve", "m"]\n')
+    monkeypatch.chdir(tmp_path)
+    _migrate(tmp_path)
+    assert (tmp_path / "Dockerfile").read_text() == ('FROM python:3.12\nRUN pip install vllm==0.30.0\n'
+                                                     'CMD ["vllm", "serve", "m", "--enable-scale-out"]\n')

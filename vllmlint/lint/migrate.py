@@ -146,6 +146,15 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
     image = kubeai[id(launch)][0] if id(launch) in kubeai else launch.image
     if image and "$" not in image and "{{" not in image and parse_image(image) is None:
         return f"its image `{image}` is a placeholder: which vLLM build it runs is not known"
+    for pin in launch.pins:         # `FROM python:3.12` + `pip install vllm==0.29.0`: the pin moves it
+        bump = _bump(pin, target, named_lines)
+        if bump is None or bump.edit is not None:
+            return ""
+    if image and "$" not in image and "{{" not in image and not is_vllm_image(image) and id(launch) not in kubeai:
+        # `quay.io/someone/vllm-openvino:latest`, `myorg/server:1.2`: a build `migrate` neither
+        # recognises nor bumps, so the launch keeps whatever vLLM it ships (found as a user: a
+        # removal of VLLM_OPENVINO_DEVICE on an OpenVINO build that reads it)
+        return f"it runs {image}, which `migrate` does not know as a vLLM release image and does not bump"
     if not image or not (is_vllm_image(image) or id(launch) in kubeai):
         return ""
     if not versioned_by_vllm(image):
