@@ -240,3 +240,16 @@ def test_platform_build_tags_are_not_vllm_releases(image, release, unnamed):
 
     assert release_from_image(image) == release
     assert bool(unnamed_release(image)) is unnamed
+
+
+@pytest.mark.parametrize("image,release", [
+    ("lmcache/vllm-openai:v0.3.7", None),               # LMCache's release, not vLLM 0.3.7
+    ("docker.io/lmcache/vllm-openai:v0.3.7", None),
+    ("ghcr.io/acme/vllm-openai:v0.9.1", (0, 9, 1)),     # a mirror of vLLM's image keeps vLLM's tags
+    ("vllm/vllm-openai:v0.29.0", (0, 29, 0)),
+])
+def test_a_publishers_own_build_is_not_read_as_a_mirror(image, release):
+    from vllmlint.lint.releases import release_from_image, unnamed_release
+
+    assert release_from_image(image) == release
+    assert ("its tags are not vLLM's releases" in unnamed_release(image)) == (release is None)

@@ -42,6 +42,7 @@ DIRECTIVE_RE = re.compile(r"(?m)#[ \t]*vllmlint:[ \t]*release[ \t]*=[ \t]*[\"']?
 # that project's versions (`opea/vllm:1.3`, `vault.habana.ai/gaudi-docker/1.21.0/...`)
 PLATFORM_BUILDS = {     # the publishing project first: `opea/vllm-rocm` is OPEA's
     "rocm/*": "AMD ROCm", "opea/*": "OPEA", "intel/*": "Intel", "intelanalytics/*": "Intel IPEX-LLM",
+    "lmcache/*": "LMCache",     # `lmcache/vllm-openai:v0.3.7`: LMCache's release, not vLLM 0.3.7
     "*habana*": "Intel Gaudi (Habana)", "*gaudi*": "Intel Gaudi (Habana)",
     "*neuron*": "AWS Neuron", "*ascend*": "Ascend", "*spyre*": "IBM Spyre", "*vllm-omni*": "vLLM-Omni",
     "*vllm-rocm*": "ROCm", "*ipex*": "Intel IPEX-LLM", "*xpu*": "Intel XPU", "*tpu*": "TPU",
@@ -65,6 +66,9 @@ def platform_build(image: str | None) -> str:
     ref = parse_image(image)
     if ref is None:
         return ""
+    for glob, who in PLATFORM_BUILDS.items():     # a publisher's own repository first:
+        if "/" in glob and not glob.startswith("*") and fnmatchcase(ref.path, glob):
+            return who                              # `lmcache/vllm-openai` is LMCache's, not a mirror
     if any(fnmatchcase(ref.path, g) for g in OWN_IMAGES) and not plugin_of(image):
         return ""
     plugin = plugin_of(image)
