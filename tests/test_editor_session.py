@@ -26,6 +26,9 @@ def test_suppress_with_reason_on_every_fixture_finding(case):
             if f.code == "VL900":
                 assert placed is None          # its own fix removes the unused comment
                 continue
+            if f.file.path.suffix == ".json":
+                assert placed is None          # JSON holds no comment: per-file-ignores in the settings
+                continue
             assert placed is not None, f"{f.code} at {f.file.display}:{f.line_col}: no place for a suppression"
             edit, where = placed
             assert edit.text.lstrip().startswith("# vllmlint: disable")

@@ -343,6 +343,9 @@ def test_unsafe_fix_is_marked_and_suppression_keeps_the_continued_command(client
     case = FIXTURES / "VL102" / "in-extra-config-unsafe-fix"
     ws = tmp_path / "ws"
     shutil.copytree(case / "input", ws)
+    # the fixture's own arguments name the release its launch runs (issue 29: a fix that depends
+    # on the release needs it); the editor reads it from the workspace's settings
+    (ws / ".vllmlint.toml").write_text('target-version = "0.30.0"\n')
     text = (ws / "decode.sh").read_text()
     c = client(ws)
     doc = uri(ws / "decode.sh")
