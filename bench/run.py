@@ -5,6 +5,11 @@
     python bench/gen_corpus.py && python bench/run.py   # full run: 4,500 files, ~40 min on 2 cores
     python bench/run.py --quick                         # smoke run: 10 files per kind, 1 run, ~40 s
     python bench/run.py --quick --skip-peers --skip single,fix,migrate   # ~15 s
+    python bench/run.py --corpus gen2 --out bench/results-gen2.md      # the same rows on gen_corpus2.py's
+
+`--corpus` is a folder, or the name of a generator: `gen` (bench/gen_corpus.py, the default) or
+`gen2` (bench/gen_corpus2.py: old images, many legacy flags, long multi-document files, large
+scripts, 1,500 files), generated in its default folder when missing.
 
 Every tool runs as a whole process (start-up included), the way pre-commit and CI run it.
 The primary figure is CPU time (user + sys of the child, from os.wait4), which stays stable when
@@ -61,6 +66,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 import gen_corpus  # noqa: E402
+import gen_corpus2  # noqa: E402
+
+GENERATORS = {"gen": gen_corpus, "gen2": gen_corpus2}     # --corpus NAME
 
 KIND_LABEL = {"k8s": "Kubernetes YAML", "compose": "compose YAML", "docker": "Dockerfile",
               "sh": "shell", "py": "Python"}
@@ -266,8 +274,9 @@ spec:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--corpus", type=Path, default=Path(gen_corpus.DEFAULT_DEST),
-                    help="corpus made by bench/gen_corpus.py (generated there if missing)")
+    ap.add_argument("--corpus", default="gen",
+                    help="a corpus folder (made by bench/gen_corpus.py when missing), or `gen` / `gen2`: "
+                         "the corpus of bench/gen_corpus.py / bench/gen_corpus2.py in its default folder")
     ap.add_argument("--runs", type=int, default=3, help="runs of each bulk command (median)")
     ap.add_argument("--single-runs", type=int, default=20, help="runs of each single-file command (median)")
     ap.add_argument("--single-index", type=int, default=1, help="which file of each kind is the single file")
@@ -287,14 +296,16 @@ def main(argv: list[str] | None = None) -> int:
     log = lambda msg: print(msg, file=sys.stderr, flush=True)   # noqa: E731
     tmp_root = Path(tempfile.mkdtemp(prefix="vllmlint-bench-"))
     try:
-        corpus = opts.corpus
+        generator = GENERATORS.get(opts.corpus, gen_corpus)
+        corpus = Path(generator.DEFAULT_DEST if opts.corpus in GENERATORS else opts.corpus)
+        opts.generator = generator.__name__
         if opts.quick:
             corpus = tmp_root / "corpus"
-            gen_corpus.generate(corpus, {k: opts.per_kind for k in gen_corpus.KINDS})
+            generator.generate(corpus, {k: opts.per_kind for k in generator.KINDS})
             opts.runs, opts.single_runs = 1, 3
         elif not (corpus / "k8s").is_dir():
             log(f"generating the corpus in {corpus} ...")
-            gen_corpus.generate(corpus)
+            generator.generate(corpus)
         corpus = corpus.resolve()
         report = bench(corpus, opts, skip, tmp_root, log)
     finally:
@@ -576,7 +587,7 @@ def bench(corpus: Path, opts, skip: set[str], tmp_root: Path, log) -> str:
     cmd = "python bench/run.py " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("run.py") else \
         "python bench/run.py"
     head = [f"## Benchmark results ({_dt.datetime.now().strftime('%Y-%m-%d %H:%M')})", "",
-            f"Command: `{cmd.strip()}` on a corpus from `python bench/gen_corpus.py` "
+            f"Command: `{cmd.strip()}` on a corpus from `python bench/{getattr(opts, 'generator', 'gen_corpus')}.py` "
             f"({', '.join(f'{len(v)} {k}' for k, v in files.items())}); bulk figures are medians of {opts.runs} "
             f"run(s), single-file figures medians of {opts.single_runs}.",
             f"Machine: {ncpu} core(s), {platform.machine()}, load average {load_before[0]:.1f} at start, "

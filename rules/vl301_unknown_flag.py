@@ -57,6 +57,7 @@ class UnknownFlag(Rule):
     severity = "error"
     min_version = "0.6.6"          # the oldest catalogued release
     fix = "sometimes"
+    per_launch = True              # argv only: runs in the parse workers (Rule.per_launch)
 
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target, history, normalize

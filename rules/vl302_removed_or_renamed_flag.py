@@ -22,9 +22,75 @@ SPECULATIVE_INTS = {"num_speculative_tokens", "draft_tensor_parallel_size", "pro
 SHELL_KINDS = {"shell", "dockerfile", "makefile", "justfile"}
 
 
+FOLD = "fold the speculative flags into --speculative-config"
+
+
 def speculative_fix(launch, target) -> Fix | None:
     """The speculative flags of one launch folded into one `--speculative-config` JSON token, or
     None when that cannot be written exactly (see Fix safety)."""
+    plan = _speculative_plan(launch, target)
+    return None if plan is None else _verified(launch, *plan)
+
+
+def speculative_fixes(launches, target) -> dict[int, Fix | None]:
+    """speculative_fix of each launch (by id), with one re-parse per file for all of its
+    launches' folds instead of one per launch (a long multi-document file re-parsed once per
+    launch cost O(launches x size): 92% of VL302 on bench/gen_corpus2.py's k8s files). A launch
+    whose fold does not read back in the shared re-parse (or whose edits touch another launch's,
+    as launches sharing a YAML anchor do) is checked alone, as speculative_fix does."""
+    out: dict[int, Fix | None] = {}
+    by_file: dict[int, list] = {}
+    for launch in launches:
+        if id(launch) in out:
+            continue
+        plan = _speculative_plan(launch, target)
+        out[id(launch)] = None
+        if plan is not None:
+            by_file.setdefault(id(launch.file), []).append((launch, plan))
+    for group in by_file.values():
+        together = _read_back_together(group) if len(group) > 1 else set()
+        for launch, plan in group:
+            edit_sets, value = plan
+            out[id(launch)] = Fix(edit_sets[0], FOLD, "unsafe") if id(launch) in together \
+                else _verified(launch, edit_sets, value)
+    return out
+
+
+def _verified(launch, edit_sets, value) -> Fix | None:
+    for edits in edit_sets:
+        if _parses_back(launch, edits, value):
+            return Fix(edits, FOLD, "unsafe")
+    return None
+
+
+def _read_back_together(group) -> set[int]:
+    """The launches (ids) of one file whose first-choice fold reads back when every launch's
+    fold is applied at once; none when two launches' edits touch."""
+    edits = [(e, id(launch)) for launch, (edit_sets, _) in group for e in edit_sets[0]]
+    for i, (a, la) in enumerate(edits):
+        if any(la != lb and a.start <= b.end and b.start <= a.end for b, lb in edits[i + 1:]):
+            return set()
+    file = group[0][0].file
+    parsed = _reparse(file, apply_edits(file.text, [e for e, _ in edits]))
+    if parsed is None:
+        return set()
+    by_start: dict = {}
+    for other in parsed.launches:
+        by_start.setdefault(other.span[0], other)       # the first at that place, as _parses_back
+    ok = set()
+    for launch, (_, value) in group:
+        at = launch.span[0]
+        if any(e.start < at for e, owner in edits if owner == id(launch)):
+            continue            # its own edit moves its start: left to the check alone
+        start = at + sum(len(e.text) - (e.end - e.start) for e, _ in edits if e.end <= at)
+        other = by_start.get(start)
+        if other is not None and _folded(other, value):
+            ok.add(id(launch))
+    return ok
+
+
+def _speculative_plan(launch, target):
+    """(the edit sets to try, first that reads back wins; the JSON value), or None."""
     from vllmlint.knowledge.catalogue import for_target, normalize
     from vllmlint.knowledge.catalogue.argv import options
 
@@ -79,37 +145,43 @@ def speculative_fix(launch, target) -> Fix | None:
     before = text[:first_value.span[0]].rstrip()
     # a JSON or YAML flow list: stay in its style (a Python list reads best single-quoted)
     in_list = before.endswith(("[", ",")) and first_value.file.kind != "python"
-    for token in ((json.dumps(value), f"'{value}'") if in_list else (f"'{value}'", json.dumps(value))):
-        edits = [name_edit, Edit(first_value.file, first_value.span[0], first_value.span[1], token)] + removals
-        if _parses_back(launch, edits, value):
-            return Fix(edits, "fold the speculative flags into --speculative-config", "unsafe")
-    return None
+    tokens = (json.dumps(value), f"'{value}'") if in_list else (f"'{value}'", json.dumps(value))
+    return [[name_edit, Edit(first_value.file, first_value.span[0], first_value.span[1], token)] + removals
+            for token in tokens], value
 
 
 def _parses_back(launch, edits, value: str) -> bool:
     """Apply the edits to a copy of the file and parse it: the launch at the same place must now
     carry `--speculative-config VALUE` and no speculative flag."""
-    from vllmlint.lint.project import parse_source
-    from vllmlint.knowledge.catalogue import normalize
-    from vllmlint.model.launch import ParseError, SourceFile
-
-    file = launch.file
-    text = apply_edits(file.text, edits)
-    try:
-        parsed = parse_source(SourceFile(file.path, file.display, text, file.kind, file.bom))
-    except (ParseError, RecursionError):
-        return False
+    parsed = _reparse(launch.file, apply_edits(launch.file.text, edits))
     if parsed is None:
         return False
     for other in parsed.launches:
         if other.span[0] != launch.span[0]:
             continue
-        words = [a.value for a in other.argv]
-        names = [normalize(w.split("=", 1)[0]) for w in words if w.startswith("--")]
-        if any(n in SPECULATIVE for n in names):
-            return False
-        return any(w == "--speculative-config" and words[i + 1:i + 2] == [value] for i, w in enumerate(words))
+        return _folded(other, value)
     return False
+
+
+def _reparse(file, text: str):
+    from vllmlint.lint.project import parse_source
+    from vllmlint.model.launch import ParseError, SourceFile
+
+    try:
+        return parse_source(SourceFile(file.path, file.display, text, file.kind, file.bom))
+    except (ParseError, RecursionError):
+        return None
+
+
+def _folded(other, value: str) -> bool:
+    """`other` (a launch as re-parsed) carries `--speculative-config VALUE` and no speculative flag."""
+    from vllmlint.knowledge.catalogue import normalize
+
+    words = [a.value for a in other.argv]
+    names = [normalize(w.split("=", 1)[0]) for w in words if w.startswith("--")]
+    if any(n in SPECULATIVE for n in names):
+        return False
+    return any(w == "--speculative-config" and words[i + 1:i + 2] == [value] for i, w in enumerate(words))
 
 
 class RemovedOrRenamedFlag(Rule):
@@ -164,6 +236,7 @@ class RemovedOrRenamedFlag(Rule):
     severity = "error"
     min_version = "0.6.6"          # the oldest catalogued release
     fix = "sometimes"
+    per_launch = True              # argv only: runs in the parse workers (Rule.per_launch)
 
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target, history, normalize
@@ -172,7 +245,9 @@ class RemovedOrRenamedFlag(Rule):
         cat = for_target(self.target)
         hist = history()
         speculative_done: set[int] = set()
-        for launch, opt in inexact_options(project, self.target):
+        pairs = list(inexact_options(project, self.target))
+        folds = None        # speculative_fixes of every launch that may need one, made on first use
+        for launch, opt in pairs:
             if opt.match.kind == "exact" or not opt.name.startswith("--"):
                 continue
             name = normalize(opt.name)
@@ -202,7 +277,11 @@ class RemovedOrRenamedFlag(Rule):
                 fix = None
                 if id(launch) not in speculative_done:        # one edit set per launch, on its first flag
                     speculative_done.add(id(launch))
-                    fix = speculative_fix(launch, self.target)
+                    if folds is None:
+                        folds = speculative_fixes(
+                            [la for la, o in pairs if o.match.kind != "prefix" and normalize(o.name) in SPECULATIVE
+                             and hist.flag_removed(normalize(o.name), self.target) is not None], self.target)
+                    fix = folds.get(id(launch)) if id(launch) in folds else speculative_fix(launch, self.target)
                 yield self.finding(wfile, where,
                                    head + f": set \"{SPECULATIVE[name]}\" in --speculative-config instead",
                                    fix, launches=[launch], min_release=self.target,

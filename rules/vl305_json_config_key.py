@@ -36,6 +36,7 @@ class JsonConfigKey(Rule):
     name = "json-config-key"
     severity = "error"
     min_version = "0.6.6"          # the oldest catalogued release
+    per_launch = True              # argv only: runs in the parse workers (Rule.per_launch)
     fix = "none"
 
     def check(self, project):

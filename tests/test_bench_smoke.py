@@ -15,6 +15,7 @@ from vllmlint.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 import gen_corpus  # noqa: E402
+import gen_corpus2  # noqa: E402
 
 TOP = {"k8s": "k8s", "compose": "compose", "docker": "docker", "sh": "sh", "py": "py"}
 
@@ -53,6 +54,28 @@ def test_vllmlint_reads_every_file_and_finds_something_in_each_kind(tmp_path):
     assert {f["code"] for f in findings} >= {"VL001"}
 
 
+def test_second_corpus_is_deterministic_and_every_file_launches_with_findings(tmp_path):
+    """bench/gen_corpus2.py: other shapes (old images, legacy flags, long files, big scripts)."""
+    a = gen_corpus2.generate(tmp_path / "a", {k: 4 for k in gen_corpus2.KINDS})
+    b = gen_corpus2.generate(tmp_path / "b", {k: 4 for k in gen_corpus2.KINDS})
+    for kind in gen_corpus2.KINDS:
+        assert [p.read_bytes() for p in a[kind]] == [p.read_bytes() for p in b[kind]]
+    assert all(p.stat().st_size > 8000 for p in a["k8s"])                  # long multi-document files
+    assert all(p.read_text().count("\n") > 150 for p in a["sh"])           # large scripts
+    for script in a["sh"]:
+        subprocess.run(["bash", "-n", str(script)], check=True)            # valid shell (never run)
+    launches = CliRunner().invoke(main, ["launches", "--format", "json", str(tmp_path / "a")],
+                                  catch_exceptions=False)
+    assert launches.exit_code == 0, launches.output
+    launched = {Path(row["path"]).resolve() for row in json.loads(launches.stdout)}
+    assert not [p for paths in a.values() for p in paths if p.resolve() not in launched]
+    result = CliRunner().invoke(main, ["check", "--format", "json", str(tmp_path / "a")], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    findings = json.loads(result.stdout)
+    assert {Path(f["path"]).relative_to(tmp_path / "a").parts[0] for f in findings} == set(TOP.values())
+    assert {"VL302"} <= {f["code"] for f in findings}          # the legacy flags
+
+
 def test_runner_quick_mode_writes_a_report(tmp_path):
     out = tmp_path / "results.md"
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--per-kind", "2",
@@ -61,3 +84,12 @@ def test_runner_quick_mode_writes_a_report(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = out.read_text()
     assert "ms CPU per file" in report and "### Bulk" in report
+
+
+def test_runner_runs_on_the_second_corpus(tmp_path):
+    out = tmp_path / "results.md"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--corpus", "gen2", "--quick",
+                           "--per-kind", "2", "--skip-peers", "--skip", "single,fix,cores,migrate,kserve,helm",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "bench/gen_corpus2.py" in out.read_text()

@@ -143,6 +143,10 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
 
     try:
         for rule in rules:
+            done = project.from_workers.pop((rule.code, tuple(rule.target)), None)
+            if done is not None:            # a per_launch rule the parse workers ran
+                findings.extend(done)
+                continue
             try:
                 findings.extend(rule.check(project))
             except Exception as err:   # a rule bug must not hide the other rules' findings
@@ -253,7 +257,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             project, start = start, None
         else:
             _drop_graph(project)
-            project = load(candidates, overrides, cache, extra_images, helm_values)
+            project = load(candidates, overrides, cache, extra_images, helm_values, rules)
             project.keep_derived = keep_derived
         findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
         if not fix:
@@ -293,7 +297,7 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             else:
                 fixed.append(finding)
     _drop_graph(project)
-    project = load(candidates, overrides, cache, extra_images, helm_values)
+    project = load(candidates, overrides, cache, extra_images, helm_values, rules)
     project.keep_derived = keep_derived
     findings, suppressed, problems = analyse(project, rules, unsafe, settings, gate)
     _say_refused(findings, refused_why)

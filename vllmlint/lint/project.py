@@ -67,6 +67,9 @@ class Project:
     # a migrate chain starts its next step from this project when the step leaves it as it is:
     # what the rules derived from it (the launch graph, the secret values) is kept for that step
     keep_derived: bool = False
+    # (rule code, target) -> the findings of a per_launch rule (registry.Rule.per_launch) that
+    # the parse workers ran, in file order; run_rules takes them instead of running the rule
+    from_workers: dict = field(default_factory=dict)
 
     @property
     def launches(self) -> list[Launch]:
@@ -210,9 +213,13 @@ def _parse_chunk(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
     return [_read_and_parse(cand, override) for cand, override in work]
 
 
-def _parse_all(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
+def _parse_all(work: list[tuple[Candidate, str | SourceFile | None]], rules: list = ()) -> tuple[list, dict]:
     """Each file's result, in order; in worker processes when the tree is big enough and the
-    platform can fork (a forked worker inherits the imported parsers: no start-up cost)."""
+    platform can fork (a forked worker inherits the imported parsers: no start-up cost).
+    `rules`: per_launch rules for the workers to run on the files they parse; the second value
+    is their findings, by (code, target), for each rule that ran without error in every worker
+    ({} when parsed here: run_rules then runs them as it runs every rule)."""
+    global _WORKER_RULES
     jobs = workers_for(len(work))
     if jobs > 1:
         import multiprocessing
@@ -221,29 +228,71 @@ def _parse_all(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
             chunks = [work[i:i + _CHUNK] for i in range(0, len(work), _CHUNK)]
             for kind in {cand.kind for cand, _ in work}:
                 parser_for(kind)          # import before forking, once, not in every worker
+            _WORKER_RULES = list(rules)   # the workers inherit them with the fork
             try:
                 with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                    results = [r for chunk in pool.imap(_parse_chunk_to_send, chunks) for r in chunk]
+                    answers = list(pool.imap(_parse_chunk_to_send, chunks))
             except (OSError, ImportError):  # no /dev/shm, no fork allowed: one process it is
                 pass
             else:
+                results = [r for chunk, _ in answers for r in chunk]
                 for (cand, _), result in zip(work, results):
                     source = _source_of(result)
                     if source is not None:
                         source.path = cand.path
-                return results
-    return _parse_chunk(work)
+                return results, _merge_found(rules, [found for _, found in answers])
+            finally:
+                _WORKER_RULES = []
+    return _parse_chunk(work), {}
 
 
-def _parse_chunk_to_send(work: list[tuple[Candidate, str | SourceFile | None]]) -> list:
-    """_parse_chunk in a worker process: each file's path stays behind (the main process has
-    it, in the same order; a path is the costliest object to read back)."""
+# The per_launch rules a worker runs on each chunk it parses (set in the parent before forking).
+_WORKER_RULES: list = []
+
+
+def _parse_chunk_to_send(work: list[tuple[Candidate, str | SourceFile | None]]) -> tuple[list, dict]:
+    """_parse_chunk in a worker process, then the per_launch rules on the chunk's files (their
+    findings travel back with the files: the objects they refer to are pickled together, so they
+    arrive pointing at the same launches and sources). Each file's path stays behind (the main
+    process has it, in the same order; a path is the costliest object to read back)."""
     results = _parse_chunk(work)
+    found = _check_chunk(results) if _WORKER_RULES else {}
     for result in results:
         source = _source_of(result)
         if source is not None:
             source.path = None
-    return results
+    return results, found
+
+
+def _check_chunk(results: list) -> dict:
+    """(code, target) -> findings of each per_launch rule on these files; None for a rule that
+    crashed (the main process runs it again on the whole project and reports the crash as it
+    reports any rule's)."""
+    from ..knowledge.catalogue.argv import forget_options
+
+    chunk = Project(files=[r[1] for r in results if r is not None and r[0] == "file"])
+    found: dict = {}
+    try:
+        for rule in _WORKER_RULES:
+            try:
+                found[rule.code, tuple(rule.target)] = list(rule.check(chunk))
+            except Exception:
+                found[rule.code, tuple(rule.target)] = None
+    finally:
+        forget_options()       # options cached per launch: this chunk's launches leave with it
+    return found
+
+
+def _merge_found(rules: list, per_chunk: list[dict]) -> dict:
+    """Each rule's findings over all chunks, in chunk (= file) order, as one run of the rule on
+    the whole project yields them; a rule that crashed in any chunk is left out."""
+    merged: dict = {}
+    for rule in rules:
+        key = rule.code, tuple(rule.target)
+        parts = [found.get(key) for found in per_chunk]
+        if all(part is not None for part in parts):
+            merged[key] = [f for part in parts for f in part]
+    return merged
 
 
 def _source_of(result) -> SourceFile | None:
@@ -254,9 +303,10 @@ def _source_of(result) -> SourceFile | None:
 
 def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
          cache: ParseCache | None = None, extra_images: tuple[str, ...] = (),
-         helm_values: dict | None = None) -> Project:
+         helm_values: dict | None = None, rules: list = ()) -> Project:
     """`helm_values`: chart root (None: every chart) -> values files rendered on top of the
-    chart's values.yaml (`--values`, setting `helm-values`)."""
+    chart's values.yaml (`--values`, setting `helm-values`). `rules`: the run's rules; when the
+    tree is parsed in worker processes, the per_launch ones run there too (Project.from_workers)."""
     project = Project()
     overrides = overrides or {}
     results: list = [None] * len(candidates)
@@ -277,8 +327,13 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
                 continue
             already_read[i] = source
         todo.append(i)
-    parsed_now = _parse_all([(candidates[i], already_read.get(i) or overrides.get(candidates[i].path))
-                             for i in todo])
+    # per_launch rules run in the workers only when they parse every file: a file reused from
+    # the cache (a later fix pass) is not sent to them, nor are the files a Helm chart renders
+    local = [r for r in rules if getattr(r, "per_launch", False)]
+    if len(todo) != len(candidates) or any(c.path.name == "Chart.yaml" for c in candidates):
+        local = []
+    parsed_now, project.from_workers = _parse_all(
+        [(candidates[i], already_read.get(i) or overrides.get(candidates[i].path)) for i in todo], local)
     for i, result in zip(todo, parsed_now):
         results[i] = result
         if result is not None and result[0] == "file" and cache is not None:

@@ -30,6 +30,11 @@ class Rule:
     max_version: str | None = None     # last vLLM release it applies to
     fix: str = "none"                  # none | safe | unsafe | sometimes
     summary: str = ""
+    # True: the rule's findings on a launch depend only on the launches of that launch's file as
+    # its parser made them (argv, spans, image): not on linking (ConfigMap env), releases, the
+    # deployment graph or other files. Such a rule runs in the worker processes that parse a big
+    # tree (lint/project.py), so findings travel back instead of every launch being re-read here.
+    per_launch: bool = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
