@@ -60,3 +60,25 @@ def markers_in(text: str, kind: str = ALL) -> list[str]:
     """What each marker found in `text`, for explaining why a file was read (or was not)."""
     return [m.what for m in LAUNCH_MARKERS
             if (ALL in m.kinds or kind in m.kinds) and re.search(m.pattern, text)]
+
+
+# Programs of other engines. A resource whose `command:` runs one of them (llmaz's BackendRuntime
+# `command: [python3, -m, sglang.launch_server]` beside `recommendedConfigs[].args`) passes its
+# args-only entries to that program: their flags are never read as vLLM's because they look alike
+# (`--served-model-name`, `--port`). A new engine is one alternative here.
+OTHER_ENGINE_PROGRAMS = (
+    r"sglang(?:\.launch_server)?", r"text-generation-launcher", r"lmdeploy", r"trtllm-serve",
+    r"tensorrt_llm(?:\.\w+)*", r"llama-server", r"llama_cpp\.server", r"ollama", r"tritonserver",
+    r"aphrodite(?:\.endpoints\.\w+(?:\.\w+)*)?", r"mlc_llm", r"xinference(?:-local)?", r"text_generation_server",
+)
+
+
+@lru_cache(maxsize=1)
+def _other_engine_re() -> re.Pattern:
+    return re.compile(r"(?:^|[\s/])(?:" + "|".join(OTHER_ENGINE_PROGRAMS) + r")(?=$|\s)")
+
+
+def other_engine(argv_text: str) -> str | None:
+    """The other engine's program an argv (joined by spaces) runs, else None."""
+    m = _other_engine_re().search(argv_text)
+    return m.group(0).strip().rsplit("/", 1)[-1] if m else None

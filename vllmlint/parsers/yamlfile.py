@@ -15,6 +15,7 @@ import yaml
 from . import configmap_scripts, crds, templates
 from .detect import SHELLS, basename, copied_server, detect, is_vllm_image, serve_kind
 from ..knowledge.images import is_vllm_image as is_vllm_build     # any build (rocm/vllm-dev): its release
+from ..knowledge.launchers import other_engine
 from ..model.launch import (KUBEAI_VIA, AppendSite, Arg, EnvEntry, Launch, ParsedFile, ParseError, ServiceRef,
                      SourceFile, normalize_flag)
 from .yaml_edit import append_site, remove_item
@@ -77,6 +78,7 @@ class YamlParser:
         self.pf = ParsedFile(source)
         self.templated: list[tuple[int, int]] = []
         self._ray = False
+        self._other_engine: str | None = None     # the document's command runs another engine
         self.containers: dict[int, tuple] = {}     # id(container node) -> (image, env): ConfigMap scripts
 
     def parse(self) -> ParsedFile:
@@ -300,7 +302,8 @@ class YamlParser:
                 launch.not_editable = "its argv list ends in a form vllmlint does not edit"
             self._add([launch], env_from)
         elif command is None and not self._ray and (known_vllm or is_vllm_image(image) or (
-                _looks_like_vllm_args(values) and _image_may_be_vllm(image))):
+                _looks_like_vllm_args(values) and _image_may_be_vllm(image) and not (
+                    image is None and self._other_engine))):
             self._implied(argv, image, env, context, group, env_from, site)
 
     def _implied(self, argv: list[Arg], image, env, context, group, env_from, site, string_node=None) -> None:
@@ -432,6 +435,7 @@ class YamlParser:
             return
         # KubeRay runs `ray start` in its pods: their image's entrypoint never runs
         self._ray = kind in ("RayCluster", "RayService", "RayJob")
+        self._other_engine = _other_engine_command(doc)
         dstack = not kind and scalar(get(doc, "type")) in ("task", "service", "dev-environment")
         if dstack and get(doc, "commands") is not None:
             # dstack task/service: its `commands` replace the image's entrypoint
@@ -745,6 +749,27 @@ def _image_may_be_vllm(image: str | None) -> bool:
     if is_vllm_build(text) and not is_vllm_image(text):
         return False        # a vLLM build whose entrypoint is a shell (`rocm/vllm-dev`): args are its command
     return "$" in text or "{{" in text or "vllm" in text.lower()
+
+
+def _other_engine_command(doc: yaml.Node) -> str | None:
+    """The other engine (knowledge/launchers.OTHER_ENGINE_PROGRAMS) a `command:` anywhere in the
+    document runs, else None: an image-less args-only entry beside it is that program's args."""
+    stack, seen = [doc], 0
+    while stack and seen < 5000:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if scalar(k) == "command":
+                    words = [n.value for n in v.value if isinstance(n, yaml.ScalarNode)] \
+                        if isinstance(v, yaml.SequenceNode) else [v.value] if isinstance(v, yaml.ScalarNode) else []
+                    found = other_engine(" ".join(words))
+                    if found:
+                        return found
+                stack.append(v)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return None
 
 
 def _looks_like_vllm_args(values: list[str]) -> bool:
