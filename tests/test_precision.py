@@ -180,7 +180,7 @@ def test_kustomize_bumps_only_the_vllm_entry(tmp_path):
     alone.mkdir()
     result, out = _migrate(alone, {"kustomization.yaml": KUSTOMIZATION})
     assert out["kustomization.yaml"] == KUSTOMIZATION
-    assert "named where no launch reads them (1 places in 1 files)" in result.output
+    assert "named where no launch reads them (1 place in 1 file)" in result.output
 
 
 def test_four_part_tag_replaced_whole_and_variant_left(tmp_path):

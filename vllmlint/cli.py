@@ -431,8 +431,8 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
         for line in grouped_lines(outcome.findings):
             say("  " + line)
     if unread:
-        say(f"Left for a human: vLLM images named where no launch reads them ({len(unread)} places in "
-            f"{len({n.file.display for n in unread})} files); never bumped"
+        say(f"Left for a human: vLLM images named where no launch reads them ({plural(len(unread), 'place')} in "
+            f"{plural(len({n.file.display for n in unread}), 'file')}); never bumped"
             + (":" if verbose else " (--verbose lists them)"))
         for n in unread if verbose else ():
             say(f"  {n.where()}: {n.text}")

@@ -365,6 +365,8 @@ def markdown_report(to_version, from_version, changed, bumps, fixed, findings, l
                     silent=(), unread=()) -> str:
     """A pull-request description: per file what changed and why (per edit the launch it serves,
     the release that launch runs and the evidence for it), then what needs a human."""
+    from .report import plural
+
     from .docs import help_uri
 
     def link(code: str) -> str:
@@ -401,7 +403,7 @@ def markdown_report(to_version, from_version, changed, bumps, fixed, findings, l
         lines.append("")
     if unread:
         files = sorted({n.file.display for n in unread})
-        lines += [f"## vLLM images named where no launch reads them ({len(unread)} places in {len(files)} files)", "",
+        lines += [f"## vLLM images named where no launch reads them ({plural(len(unread), 'place')} in {plural(len(files), 'file')})", "",
                   "Never bumped: a comment, a docstring, a changelog or prose value, a test's data, or a file "
                   "vllmlint does not read as a launch. Bump by hand what does deploy vLLM:", ""]
         lines += [f"- `{n.where()}`: `{n.text}`" for n in unread]
