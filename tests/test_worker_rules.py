@@ -29,7 +29,10 @@ import gen_corpus  # noqa: E402
 import gen_corpus2  # noqa: E402
 
 COMMANDS = [("check", "--format", fmt, ".") for fmt in ("text", "json", "sarif", "github", "gitlab")] \
-    + [("check", "--fix", "--diff", "."), ("launches", ".")]
+    + [("migrate", "--to", "0.30.0", "--diff", "."), ("launches", ".")]
+# The fixes go through `migrate`: `check --fix` on the generated corpora now writes nothing (their
+# launches run 0.29 or name no release, so their fixes wait for `migrate`, issue 29), which would
+# leave the fix output's byte identity untested.
 
 
 @pytest.fixture(scope="module")
