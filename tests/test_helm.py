@@ -577,3 +577,13 @@ def test_image_from_values_args_only_container(tmp_path):
     migrated = _run(["migrate", "--to", "0.30.0", "--diff", str(root)])
     assert "+  tag: v0.30.0" in migrated.stdout
     assert "no tag" not in migrated.stderr + migrated.stdout
+
+
+def test_helm_error_items_are_listed_in_a_stable_order():
+    # Helm's schema validation lists its `- at ...` items in Go map order (a new order each run);
+    # the note quotes the first 240 characters, so it must not depend on that order
+    from vllmlint.parsers.helm import _stable_error
+
+    a = "values don't meet the schema:\naibrix:\n- at '/b': bad\n- at '/a': bad\nend"
+    b = "values don't meet the schema:\naibrix:\n- at '/a': bad\n- at '/b': bad\nend"
+    assert _stable_error(a) == _stable_error(b) == b

@@ -155,6 +155,21 @@ def _vendored_copy(root: Path, into: Path, depth: int = 0) -> Path:
     return target
 
 
+def _stable_error(text: str) -> str:
+    """Helm's error with each run of `- ...` items sorted: its schema validation lists them in Go
+    map order, different on every run, and our note (cut at 240 characters) must not change."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in text.splitlines() + [""]:
+        if line.lstrip().startswith("- "):
+            run.append(line)
+            continue
+        out += sorted(run)
+        run = []
+        out.append(line)
+    return "\n".join(out[:-1])
+
+
 def render(root: Path, values: dict | None, name: str = "release", namespace: str = "default") -> dict[str, str]:
     """Template path (`<chart>/templates/x.yaml`) -> rendered manifest. Raises RenderError.
     A chart with local dependencies (`file://../common`, in the tree) is rendered from a
@@ -429,7 +444,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                 real = render_values(root, vs.real, disk)
                 marked = render_marked(root, vs, disk)
             except Exception as err:
-                why = " ".join(str(err).split()) or type(err).__name__
+                why = " ".join(_stable_error(str(err)).split()) or type(err).__name__
                 chart_pf.notes.append(f"Helm rendering with {', '.join(p.name for p in paths)} failed: "
                                       f"{why[:240]}{'…' if len(why) > 240 else ''}")
                 continue
