@@ -12,6 +12,7 @@ import yaml
 from . import crds
 from .detect import SHELLS, basename, copied_server, detect, is_vllm_image, serve_kind
 from ..knowledge.images import is_vllm_image as is_vllm_build     # any build (rocm/vllm-dev): its release
+from ..knowledge.launchers import other_engine as _engine_of
 from ..model.launch import KUBEAI_VIA, AppendSite, Arg, EnvEntry, Launch, normalize_flag
 from .yaml_edit import append_site
 from .yaml_source import get, scalar
@@ -20,6 +21,12 @@ from .embedded import scan_shell, split_words     # shell in YAML: read through 
 
 class ContainerArgv:
     """Command and args of the containers and services a `YamlParser` reads."""
+
+    def other_engine(self) -> str | None:
+        """The other engine the current document's `command:` runs (worked out once per document)."""
+        if self._other_engine is False:
+            self._other_engine = _other_engine_command(self._engine_doc)
+        return self._other_engine
 
     # -- argv ---------------------------------------------------------------
     def launch_from(self, command: yaml.Node | None, args: yaml.Node | None, image: str | None,
@@ -89,7 +96,7 @@ class ContainerArgv:
             self._add([launch], env_from)
         elif command is None and not self._ray and (known_vllm or is_vllm_image(image) or (
                 _looks_like_vllm_args(values) and _image_may_be_vllm(image) and not (
-                    image is None and self._other_engine))):
+                    image is None and self.other_engine()))):
             self._implied(argv, image, env, context, group, env_from, site)
 
     def _implied(self, argv: list[Arg], image, env, context, group, env_from, site, string_node=None) -> None:
@@ -189,3 +196,24 @@ def _image_may_be_vllm(image: str | None) -> bool:
 def _looks_like_vllm_args(values: list[str]) -> bool:
     """Args-only containers of images that wrap vLLM (llm-d, KServe), chart `extraArgs`."""
     return any(normalize_flag(v.split("=", 1)[0]) in VLLM_MARKER_FLAGS for v in values if v.startswith("--"))
+
+
+def _other_engine_command(doc: yaml.Node) -> str | None:
+    """The other engine (knowledge/launchers.OTHER_ENGINE_PROGRAMS) a `command:` anywhere in the
+    document runs, else None: an image-less args-only entry beside it is that program's args."""
+    stack, seen = [doc], 0
+    while stack and seen < 5000:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if scalar(k) == "command":
+                    words = [n.value for n in v.value if isinstance(n, yaml.ScalarNode)] \
+                        if isinstance(v, yaml.SequenceNode) else [v.value] if isinstance(v, yaml.ScalarNode) else []
+                    found = _engine_of(" ".join(words))
+                    if found:
+                        return found
+                stack.append(v)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return None

@@ -11,7 +11,6 @@ import yaml
 from . import crds
 from .detect import detect
 from ..knowledge.images import is_vllm_image as is_vllm_build     # any build (rocm/vllm-dev): its release
-from ..knowledge.launchers import other_engine
 from ..model.launch import KUBEAI_VIA, EnvEntry, ServiceRef
 from .yaml_edit import remove_item
 from .yaml_source import get, pair, scalar
@@ -60,7 +59,7 @@ class KubernetesResources:
             return
         # KubeRay runs `ray start` in its pods: their image's entrypoint never runs
         self._ray = kind in ("RayCluster", "RayService", "RayJob")
-        self._other_engine = _other_engine_command(doc)
+        self._engine_doc, self._other_engine = doc, False    # worked out only when an args-only entry asks
         dstack = not kind and scalar(get(doc, "type")) in ("task", "service", "dev-environment")
         if dstack and get(doc, "commands") is not None:
             # dstack task/service: its `commands` replace the image's entrypoint
@@ -281,24 +280,3 @@ def _all_labels(doc: yaml.Node) -> dict[str, str]:
             elif isinstance(v, yaml.MappingNode) and key not in NO_CONTAINERS_BELOW:
                 stack.append(v)
     return labels
-
-
-def _other_engine_command(doc: yaml.Node) -> str | None:
-    """The other engine (knowledge/launchers.OTHER_ENGINE_PROGRAMS) a `command:` anywhere in the
-    document runs, else None: an image-less args-only entry beside it is that program's args."""
-    stack, seen = [doc], 0
-    while stack and seen < 5000:
-        node = stack.pop()
-        seen += 1
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if scalar(k) == "command":
-                    words = [n.value for n in v.value if isinstance(n, yaml.ScalarNode)] \
-                        if isinstance(v, yaml.SequenceNode) else [v.value] if isinstance(v, yaml.ScalarNode) else []
-                    found = other_engine(" ".join(words))
-                    if found:
-                        return found
-                stack.append(v)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-    return None

@@ -54,7 +54,10 @@ class YamlParser(KubernetesResources, ComposeServices, ContainerArgv, YamlNodes)
         self.pf = ParsedFile(source)
         self.templated: list[tuple[int, int]] = []
         self._ray = False
-        self._other_engine: str | None = None     # the document's command runs another engine
+        # the other engine the current document's `command:` runs (yaml_k8s sets the document and
+        # False: not looked at yet; ContainerArgv.other_engine works it out once, when asked)
+        self._engine_doc = None
+        self._other_engine: str | None | bool = None
         self.containers: dict[int, tuple] = {}     # id(container node) -> (image, env): ConfigMap scripts
 
     def parse(self) -> ParsedFile:
