@@ -116,6 +116,7 @@ class Repo:
         self.root = root
         self._files: list[Path] | None = None
         self._texts: dict[Path, str | None] = {}
+        self._copies: dict[Path, list] | None = None
 
     def files(self) -> list[Path]:
         if self._files is None:
@@ -140,6 +141,27 @@ class Repo:
     def dockerfiles(self) -> list[Path]:
         return [p for p in self.files() if p.name == "Dockerfile" or p.name.startswith("Dockerfile.")
                 or p.name.endswith(".Dockerfile") or p.name.endswith(".dockerfile")]
+
+    def copy_sources(self) -> dict[Path, list[tuple[tuple[int, int, int], Path, int]]]:
+        """Each path a Dockerfile COPYs/ADDs from the build context, resolved, with where: built
+        once per repository (a scan per launch was O(launches x Dockerfiles))."""
+        if self._copies is None:
+            self._copies = {}
+            for d_order, dockerfile in enumerate(self.dockerfiles()):
+                text = self.text(dockerfile)
+                if not text:
+                    continue
+                for m_order, m in enumerate(COPY_RE.finditer(text)):
+                    if any(w.startswith("--from") for w in m.group("args").split()):
+                        continue
+                    words = [w.strip("\"'") for w in m.group("args").replace("[", " ").replace("]", " ")
+                             .replace(",", " ").split() if not w.startswith("--")]
+                    for s_order, src in enumerate(words[:-1]):
+                        if src in (".", "./", "*") or "$" in src:
+                            continue
+                        path = (dockerfile.parent / src).resolve()
+                        self._copies.setdefault(path, []).append(((d_order, m_order, s_order), dockerfile, m.start()))
+        return self._copies
 
     def workflows(self) -> list[Path]:
         return [p for p in self.files() if p.suffix in (".yml", ".yaml")
@@ -250,31 +272,26 @@ def _directive(launch: Launch) -> bool:
 def _copied_into(launch: Launch, repo: Repo, extra_images) -> bool:
     """A Dockerfile that COPYs/ADDs the launcher's file, or a folder holding it, by name."""
     target = launch.file.path
-    for dockerfile in repo.dockerfiles():
+    resolved = target.resolve()
+    index = repo.copy_sources()
+    hits = []
+    for candidate in (resolved, *resolved.parents):
+        for hit in index.get(candidate, ()):
+            if candidate == resolved or candidate.is_dir():
+                hits.append(hit)
+    # in the order a scan of every Dockerfile, COPY line and source would meet them
+    for _order, dockerfile, start in sorted(hits, key=lambda h: h[0]):
         text = repo.text(dockerfile)
-        if not text or target.name not in text and not any(p.name in text for p in target.parents
-                                                            if p != repo.root and repo.root in p.parents):
+        if target.name not in text and not any(p.name in text for p in target.parents
+                                                if p != repo.root and repo.root in p.parents):
             continue
-        for m in COPY_RE.finditer(text):
-            words = [w for w in m.group("args").replace("[", " ").replace("]", " ").replace(",", " ").split()
-                     if not w.startswith("--")]
-            if any(w.startswith("--from") for w in m.group("args").split()):
-                continue
-            words = [w.strip("\"'") for w in words]
-            if len(words) < 2:
-                continue
-            for src in words[:-1]:
-                if src in (".", "./", "*") or "$" in src:
-                    continue
-                path = (dockerfile.parent / src).resolve()
-                if path == target.resolve() or (path.is_dir() and path in target.resolve().parents):
-                    release, why, platform = dockerfile_release(text, _display(dockerfile, repo.root), extra_images)
-                    where = f"{_display(dockerfile, repo.root)}:{_line_of(text, m.start())}"
-                    if platform:
-                        launch.release_unnamed = f"it is copied into the image of {where}: {platform}"
-                        return True
-                    if release is not None:
-                        return _set(launch, release, f"{why}, which copies it ({where})")
+        release, why, platform = dockerfile_release(text, _display(dockerfile, repo.root), extra_images)
+        where = f"{_display(dockerfile, repo.root)}:{_line_of(text, start)}"
+        if platform:
+            launch.release_unnamed = f"it is copied into the image of {where}: {platform}"
+            return True
+        if release is not None:
+            return _set(launch, release, f"{why}, which copies it ({where})")
     return False
 
 
