@@ -1,4 +1,5 @@
 import json
+import re
 
 from vllmlint.model.launch import Edit, Fix, apply_edits, remove_args
 from vllmlint.lint.registry import Rule
@@ -71,7 +72,14 @@ def _read_back_together(group) -> set[int]:
         if any(la != lb and a.start <= b.end and b.start <= a.end for b, lb in edits[i + 1:]):
             return set()
     file = group[0][0].file
-    parsed = _reparse(file, apply_edits(file.text, [e for e, _ in edits]))
+    plain = [e for e, _ in edits]
+    ok = _folds_read_back(group, edits, _reparse_documents(file, plain, [l.span[0] for l, _ in group]))
+    if len(ok) == len(group):
+        return ok
+    return _folds_read_back(group, edits, _reparse(file, apply_edits(file.text, plain)))
+
+
+def _folds_read_back(group, edits, parsed) -> set[int]:
     if parsed is None:
         return set()
     by_start: dict = {}
@@ -87,6 +95,38 @@ def _read_back_together(group) -> set[int]:
         if other is not None and _folded(other, value):
             ok.add(id(launch))
     return ok
+
+
+# A line `---` at column 0 always starts a YAML document (even inside a block scalar, YAML 1.2 6.5)
+_DOCUMENT_START = re.compile(r"(?m)^---(?=[ \t\r\n]|$)")
+
+
+def _reparse_documents(file, edits, starts: list[int]):
+    """The file re-parsed with the edits applied and every YAML document that holds no edit and
+    no launch start blanked out (spaces; line breaks and offsets kept), or None where that does
+    not apply. Re-parsing a 20-document file to read back one document's fold cost a whole parse
+    per file: the figure of VL302 on bench/gen_corpus2.py's k8s files. Only a fold that reads
+    back here is taken from it; one that does not is read back from the whole file as before, so
+    a document the fold needs from elsewhere (none is known) can only cost time, never a fold."""
+    if file.kind not in ("yaml", "compose", "k8s"):
+        return None
+    text = file.text
+    bounds = [m.start() for m in _DOCUMENT_START.finditer(text)]
+    if len(bounds) < 2:
+        return None
+    cuts = ([0] if bounds[0] > 0 else []) + bounds + [len(text)]
+    wanted = [e.start for e in edits] + [e.end for e in edits] + starts
+    pieces, blanked = [], 0
+    for a, b in zip(cuts, cuts[1:]):
+        piece = text[a:b]
+        if not any(a <= w < b or w == b == len(text) for w in wanted):
+            head = 3 if piece.startswith("---") else 0     # its marker stays: still a document
+            piece = piece[:head] + re.sub(r"[^\r\n]", " ", piece[head:])
+            blanked += 1
+        pieces.append(piece)
+    if not blanked:
+        return None
+    return _reparse(file, apply_edits("".join(pieces), edits))
 
 
 def _speculative_plan(launch, target):
@@ -153,7 +193,11 @@ def _speculative_plan(launch, target):
 def _parses_back(launch, edits, value: str) -> bool:
     """Apply the edits to a copy of the file and parse it: the launch at the same place must now
     carry `--speculative-config VALUE` and no speculative flag."""
-    parsed = _reparse(launch.file, apply_edits(launch.file.text, edits))
+    return _folded_at(_reparse_documents(launch.file, edits, [launch.span[0]]), launch, value) \
+        or _folded_at(_reparse(launch.file, apply_edits(launch.file.text, edits)), launch, value)
+
+
+def _folded_at(parsed, launch, value: str) -> bool:
     if parsed is None:
         return False
     for other in parsed.launches:

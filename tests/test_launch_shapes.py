@@ -183,6 +183,15 @@ def test_running_an_array_alone_is_a_launch(tmp_path):
     "jobs:\n  x:\n    steps:\n      - name: Start it with vllm serve then wait for the port\n        run: echo ok\n",
     "summary: |\n  To start it, use the vllm serve command with --tensor-parallel-size 2.\n",
     "# the vllm serve command is started by the operator\nkind: ConfigMap\napiVersion: v1\ndata: {a: b}\n",
+    # an operator's CRD: its schema's descriptions quote the command its controller writes
+    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: models.x.dev}\n"
+    "spec:\n  versions:\n  - schema:\n      openAPIV3Schema:\n        properties:\n          command:\n"
+    "            description: |-\n              Defaults to the standard entrypoint\n"
+    "              (python3 -m vllm.entrypoints.openai.api_server); vllmArgs are appended.\n"
+    "            type: array\n",
+    # a custom resource's own prose fields
+    "apiVersion: x.dev/v1\nkind: Model\nspec:\n  description: |\n    Served with vllm serve --tensor-parallel-size 2\n",
+    "help: |\n  Runs: docker run vllm/vllm-openai --model m\n",
 ])
 def test_prose_in_yaml_is_not_a_command(tmp_path, text):
     assert found(tmp_path, "notes.yaml", text) == []

@@ -37,6 +37,9 @@ def _task_image(node: yaml.MappingNode) -> str | None:
 NO_CONTAINERS_BELOW = frozenset({"env", "envFrom", "volumeMounts", "volumes", "ports", "resources", "tolerations",
                                  "affinity", "nodeSelector", "livenessProbe", "readinessProbe", "startupProbe",
                                  "securityContext", "data", "stringData", "status"})
+# keys whose values are prose for people (a CRD schema's `description`, a chart's `notes`): a
+# `vllm serve` quoted there documents a launch, it never runs one
+PROSE_KEYS = frozenset({"description", "summary", "title", "help", "notes", "comment", "comments", "documentation"})
 ARGS_KEY_RE = lazy_re(r"(?i)(?:^|_|[a-z])(?:args|cmd_template)$")
 LAUNCH_HINT_RE = lazy_re(r"vllm\s+(?:serve|launch)\b|vllm\.entrypoints|disagg_proxy|toy_proxy_server")
 # a loose script that may start vLLM without saying `vllm serve`: a container runner, eval
@@ -57,6 +60,8 @@ class KubernetesResources:
         if kind == "Service":
             self._service(doc, meta_name)
             return
+        if kind == "CustomResourceDefinition":
+            return      # a schema for other resources: it runs nothing (its descriptions quote launches)
         # KubeRay runs `ray start` in its pods: their image's entrypoint never runs
         self._ray = kind in ("RayCluster", "RayService", "RayJob")
         self._engine_doc, self._other_engine = doc, False    # worked out only when an args-only entry asks
@@ -129,7 +134,7 @@ class KubernetesResources:
                 image = _task_image(node) or image
                 # values of `env:`/`variables:` are data, not commands
                 stack.extend((v, variables, image) for k, v in reversed(node.value)
-                             if not (v is env and isinstance(env, yaml.MappingNode)))
+                             if not (v is env and isinstance(env, yaml.MappingNode)) and scalar(k) not in PROSE_KEYS)
             elif isinstance(node, yaml.SequenceNode):
                 stack.extend((v, variables, image) for v in reversed(node.value))
             elif (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed

@@ -1,0 +1,43 @@
+"""The speed work of issue 34 changes no byte a user sees.
+
+Every command of bench/identity.py (`check` in four formats, `check --fix --diff`, `launches`,
+`migrate --diff` one step and 24 steps, `migrate --report`, and a `migrate` that writes) runs with
+the source of BASELINE, the last commit before that work, and with this tree, on the fixtures,
+both generated corpora (small), ../shared/corpus and ../shared/redteam; exit status, stdout,
+stderr and written files must be equal.
+
+BASELINE moves only when a change means to change what vllmlint writes (a new rule, a reworded
+message): then set it to that change's commit, and say so in its message.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import identity  # noqa: E402
+
+BASELINE = "d6c71f7"
+
+
+@pytest.fixture(scope="module")
+def before(tmp_path_factory) -> Path:
+    known = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{BASELINE}^{{commit}}"],
+                           capture_output=True)
+    if known.returncode != 0:
+        pytest.skip(f"commit {BASELINE} is not in this clone (a shallow clone?)")
+    return identity.export(BASELINE, tmp_path_factory.mktemp("before"))
+
+
+@pytest.mark.parametrize("tree", ["fixtures", "gen", "gen2", "corpus", "redteam"])
+def test_same_bytes_as_before_the_speed_work(before, tree):
+    if tree in ("corpus", "redteam") and not (identity.SHARED / tree).is_dir():
+        pytest.skip("../shared is not here")
+    lines: list[str] = []
+    differences = identity.compare(before, ROOT, [tree], count=6, log=lines.append)
+    assert len(lines) >= len(identity.COMMANDS), lines       # every command ran on the tree
+    assert not differences, "\n".join(differences)
