@@ -238,3 +238,32 @@ def test_pin_bump_moves_a_launch_on_a_python_base_image(tmp_path, monkeypatch):
     _migrate(tmp_path)
     assert (tmp_path / "Dockerfile").read_text() == ('FROM python:3.12\nRUN pip install vllm==0.30.0\n'
                                                      'CMD ["vllm", "serve", "m", "--enable-scale-out"]\n')
+
+
+COMPOSE_WITH_CONFIG = """services:
+  vllm:
+    image: vllm/vllm-openai:v0.21.0
+    volumes:
+      - ./config.yaml:/app/config.yaml:ro
+    entrypoint: ["vllm", "serve", "Qwen/Qwen3-8B", {config}]
+"""
+
+
+@pytest.mark.parametrize("config", ['"--config", "/app/config.yaml"', '"--config=/app/config.yaml"'])
+def test_a_launch_with_options_in_a_config_file_is_left_for_a_human(tmp_path, monkeypatch, config):
+    """vLLM reads `--config FILE`'s keys as more options; vllmlint does not read that file, so
+    the options the bump would move are unknown: the tag is left for a human, with why."""
+    (tmp_path / "docker-compose.yml").write_text(COMPOSE_WITH_CONFIG.format(config=config))
+    (tmp_path / "config.yaml").write_text("max-model-len: 8192\nenable-prefix-caching: true\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.34.0", "--diff", "."], catch_exceptions=False)
+    assert "+++" not in result.output
+    assert "reads more options from `--config /app/config.yaml`, which vllmlint does not read" in result.output
+
+
+def test_config_format_is_no_config_file(tmp_path, monkeypatch):
+    (tmp_path / "docker-compose.yml").write_text(
+        COMPOSE_WITH_CONFIG.format(config='"--config-format", "auto"'))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.34.0", "--diff", "."], catch_exceptions=False)
+    assert "+    image: vllm/vllm-openai:v0.34.0" in result.output

@@ -73,6 +73,11 @@ def _bump(named, target: tuple[int, int, int], named_lines: set = frozenset()) -
         return Bump(source, line, named.text, fmt(target), "image tag", None,
                     f"the default of an image variable, and {overridden}: bump the image there (or here) by hand",
                     named)
+    config = next((c for c in map(unread_config_file, named.launches) if c), "")
+    if config:
+        return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
+                    f"a launch it runs reads more options from `--config {config}`, which vllmlint does not read: "
+                    f"check them against vLLM {fmt(target)}'s, then bump it by hand", named)
     why = deliberate(named)
     if why:
         return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
@@ -116,6 +121,20 @@ def _bump(named, target: tuple[int, int, int], named_lines: set = frozenset()) -
             f"that exists in the registry"
         return Bump(source, line, named.text, f"{fmt(target)}-…", what, None, why, named)
     return Bump(source, line, named.text, new, what, Edit(source, *named.edit_span, new), "", named)
+
+
+def unread_config_file(launch) -> str:
+    """The file a launch's `--config` names (vLLM reads its keys as more options), else "".
+    vllmlint does not read that file: the options in it are unknown, so a bump of the launch's
+    release could break it unseen (found as a user: compose files whose only flag is
+    `--config /app/config.yaml`, a volume of the repository's config.yaml)."""
+    words = [a.value for a in launch.argv]
+    for i, word in enumerate(words):
+        if word == "--config":
+            return words[i + 1] if i + 1 < len(words) else "?"
+        if word.startswith("--config="):
+            return word.split("=", 1)[1] or "?"
+    return ""
 
 
 def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
