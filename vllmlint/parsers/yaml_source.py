@@ -32,6 +32,7 @@ alias bomb is a tiny graph with exponentially many paths) and may even make it c
 from __future__ import annotations
 
 import operator
+import os
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -425,10 +426,12 @@ def compose_all(text: str) -> list[Node]:
     if text.startswith("\ufeff"):
         src = text[1:]
         shift = 1
-    if not shift and _C_LOADER is not None and _LOADER is _C_SAFE_LOADER and _shallow(src):
-        fast = _compose_in_c(src)
-        if fast is not None:
-            return fast
+    if not shift and _C_LOADER is not None and _LOADER is _C_SAFE_LOADER and _FRONT_END != "pyyaml":
+        shallow = _shallow(src)
+        if shallow or _LIBYAML_NEST_LIMIT:
+            fast = _compose_in_c(src)
+            if fast is not None and (shallow or _depth_below_limit(fast)):
+                return fast
     loader = None
     try:
         loader = _LOADER(src)
@@ -491,6 +494,46 @@ if _C_SAFE_LOADER is not None:
     _C_LOADER = _MemoCLoader
 else:
     _C_LOADER = None
+
+
+#: libyaml >= 0.2.6 (bundled by PyYAML 6.0.4) refuses nesting deeper than 1000 levels itself, so
+#: its recursive C composer is safe on any input; older ones only on texts `_shallow` vouches for.
+try:
+    from yaml._yaml import get_version as _libyaml_version
+    _LIBYAML_NEST_LIMIT = _libyaml_version() >= (0, 2, 6)
+except Exception:  # pragma: no cover - PyYAML without libyaml
+    _LIBYAML_NEST_LIMIT = False
+
+#: `VLLMLINT_YAML=pyyaml` composes every text from events in Python (the reference path that words
+#: errors); the default lets libyaml's C composer build the nodes whenever it accepts the text.
+_FRONT_END = os.environ.get("VLLMLINT_YAML", "").strip().lower()
+
+
+def _depth_below_limit(docs: list[Node]) -> bool:
+    """Does no collection of the composed ``docs`` nest :data:`MAX_DEPTH` + 1 levels deep (the
+    verdict of the careful composer)? Depth is where a node was composed: its first place in
+    document order (an alias is the same node again and adds no depth)."""
+    seen: set[int] = set()
+    for doc in docs:
+        todo = [(doc, 1)]
+        while todo:
+            node, depth = todo.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if depth > MAX_DEPTH:
+                return False
+            # children pushed last-first: nodes pop in document order, so an anchored node is
+            # first met where it was composed
+            if type(node) is SequenceNode:
+                todo.extend((v, depth + 1) for v in reversed(node.value) if type(v) is not ScalarNode)
+            elif type(node) is MappingNode:
+                for k, v in reversed(node.value):
+                    if type(v) is not ScalarNode:
+                        todo.append((v, depth + 1))
+                    if type(k) is not ScalarNode:
+                        todo.append((k, depth + 1))
+    return True
 
 
 def _shallow(text: str) -> bool:
