@@ -132,6 +132,37 @@ def test_deep_texts_are_composed_in_c_when_libyaml_limits_nesting(monkeypatch):
     calls = []
     real = ys._compose_in_c
     monkeypatch.setattr(ys, "_compose_in_c", lambda text: calls.append(text) or real(text))
-    assert not ys._shallow(SHAPES["big"])
-    ys.compose_all(SHAPES["big"])
-    assert calls == [SHAPES["big"]]
+    text = SHAPES["big"] + DEEP
+    assert not ys._shallow(text)
+    ys.compose_all(text)
+    assert calls == [text]
+
+
+@pytest.mark.parametrize("text, shallow", [
+    ("a: 1\n" * 300, True),                          # few indicators, however long
+    ("- x: " + "y" * 600 + "\n" + "a: 1\n" * 999, False),   # many indicators and a line too long
+    ("- x: " + "y" * 400 + "\n" + "a: 1\n" * 999, True),    # many indicators, short lines, no flow
+    ("[" * 500 + "]" * 500 + "\n" + "a: 1\n" * 999, False), # flow nesting on top
+])
+def test_shallow_bounds(text, shallow):
+    assert ys._shallow(text) is shallow
+
+
+def test_hint_words_start_every_hint():
+    """`_hint_outside_launches` starts its regex scans at the first hint word: every match of the
+    hint patterns must start with one of the words (on every YAML file of the fixtures and corpora)."""
+    from vllmlint.parsers import yaml_k8s as k8s
+    texts = ["docker  container run x; podman run; singularity exec a; apptainer instance b; eval x; "
+             "vllm\tserve m; vllm.entrypoints.openai; disagg_proxy toy_proxy_server; evaluate"]
+    for root in (ROOT / "fixtures", SHARED / "corpus" / "files", SHARED / "redteam"):
+        if root.is_dir():
+            texts += [p.read_text(errors="replace") for p in sorted(root.rglob("*.y*ml")) if p.is_file()]
+    hits = 0
+    for text in texts:
+        for pattern, words in ((k8s.LAUNCH_HINT_RE(), k8s.LAUNCH_HINT_WORDS), (k8s.SCRIPT_HINT_RE(), k8s.SCRIPT_HINT_WORDS)):
+            for m in pattern.finditer(text):
+                hits += 1
+                assert text.startswith(words, m.start()), (pattern.pattern, m.group())
+            first = k8s._first_word(text, words, 0, len(text))
+            assert [m.span() for m in pattern.finditer(text)] == [m.span() for m in pattern.finditer(text, max(first, 0))]
+    assert hits > 9

@@ -537,15 +537,26 @@ def _depth_below_limit(docs: list[Node]) -> bool:
 
 
 def _shallow(text: str) -> bool:
-    """Nesting can't exceed the number of structure indicators, so below MAX_DEPTH of them
-    libyaml's own (recursive, C) composer is safe to use. Typical manifests pass; a huge or
-    pathological file takes the iterative path."""
+    """Can no collection of ``text`` nest deeper than MAX_DEPTH (so libyaml's own recursive C
+    composer is safe and its tree needs no depth check)? Two bounds, either will do:
+
+    * nesting can't exceed the number of structure indicators ``[{:-?``;
+    * a flow collection holds only flow collections, and each block collection inside another
+      starts at a greater column, except a sequence that is a mapping's value (it may share the
+      mapping's column, and what it holds starts further right): block depth <= 2 x the columns
+      a line has, flow depth <= the ``[`` and ``{`` in the text. (Lines split at ``\n`` only:
+      a longer line makes the bound larger, never smaller.)
+
+    Typical manifests pass; a pathological file takes the careful path."""
     count = 0
     for ch in "[{:-?":
         count += text.count(ch)
         if count >= MAX_DEPTH:
-            return False
-    return True
+            break
+    else:
+        return True
+    flows = text.count("[") + text.count("{")
+    return flows < MAX_DEPTH and flows + 2 * max(map(len, text.split("\n"))) < MAX_DEPTH
 
 
 def _compose_in_c(text: str) -> list[Node] | None:
@@ -1105,18 +1116,24 @@ def get(node: Node, key: str) -> Node | None:
     return found[1] if found else None
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def pair(node: Node, key: str, depth: int = 0) -> Pair | None:
     """The (key, value) nodes of `key`, following `<<: *anchor` merge keys (compose, k8s)."""
     if not isinstance(node, MappingNode):
         return None
-    merged = []
+    merged = None
     for k, v in node.value:
-        if isinstance(k, ScalarNode):
-            if k.value == key and k.tag != "tag:yaml.org,2002:merge":
+        if type(k) is ScalarNode or isinstance(k, ScalarNode):
+            kv = k.value
+            if kv == key and k.tag != _MERGE_TAG:
                 return k, v
-            if k.value == "<<" and depth < 8:
+            if kv == "<<" and depth < 8:
+                if merged is None:
+                    merged = []
                 merged.extend(v.value if isinstance(v, SequenceNode) else [v])
-    for m in merged:
+    for m in merged or ():
         found = pair(m, key, depth + 1)
         if found:
             return found
