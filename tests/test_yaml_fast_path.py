@@ -166,3 +166,23 @@ def test_hint_words_start_every_hint():
             first = k8s._first_word(text, words, 0, len(text))
             assert [m.span() for m in pattern.finditer(text)] == [m.span() for m in pattern.finditer(text, max(first, 0))]
     assert hits > 9
+
+
+@pytest.mark.parametrize("name", ["anchors", "block scalars", "flow", "tags", "crlf", "non-ascii"])
+def test_load_data_is_safe_load(name, monkeypatch):
+    """release_links reads a compose file's `build:` with load_data: libyaml's loader, the same
+    data as PyYAML's pure-Python safe_load (the reference under VLLMLINT_YAML=pyyaml)."""
+    import yaml
+    text = SHAPES[name].replace("!custom ", "").replace("! y", "y")    # safe_load knows no local tags
+    expected = yaml.safe_load(text)
+    for front_end in ("", "pyyaml"):
+        monkeypatch.setattr(ys, "_FRONT_END", front_end)
+        monkeypatch.setattr(ys, "_LAST_DATA", [None, None])
+        assert ys.load_data(text) == expected
+        assert ys.load_data(text) is ys.load_data(text)      # the last text's data is kept
+
+
+def test_load_data_raises_as_safe_load():
+    import yaml
+    with pytest.raises(yaml.YAMLError):
+        ys.load_data("a: [1\n")
