@@ -186,3 +186,31 @@ def test_load_data_raises_as_safe_load():
     import yaml
     with pytest.raises(yaml.YAMLError):
         ys.load_data("a: [1\n")
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_read_back_check_gives_the_same_verdict(name, monkeypatch):
+    """A fix's result is read back with its own language's parser (lint/parseback): libyaml's
+    loader first, PyYAML's pure-Python loader (the reference) where it refuses."""
+    from vllmlint.lint import parseback
+    text = SHAPES[name]
+    monkeypatch.setattr(ys, "_FRONT_END", "")
+    fast = parseback._yaml_error(text)
+    monkeypatch.setattr(ys, "_FRONT_END", "pyyaml")
+    assert fast == parseback._yaml_error(text)
+
+
+@pytest.mark.parametrize("text, depth, below", [
+    ("[" * 150 + "]" * 150, 200, True),
+    ("[" * 201 + "]" * 201, 200, False),
+    ("- " * 201 + "a", 200, False),
+    ("a: [1, 2\n", 200, True),                       # few indicators: the text bound tells, unread
+    ("a: [1, 2\n" + DEEP, 200, False),               # libyaml does not read it: not vouched for
+])
+def test_nests_below(text, depth, below):
+    assert ys.nests_below(text, depth) is below
+
+
+def test_nests_below_reads_the_tree_when_the_text_does_not_tell():
+    text = SHAPES["big"] + DEEP
+    assert ys._depth_bound(text, 201) == 201 and ys.nests_below(text, 200)

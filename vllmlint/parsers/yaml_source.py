@@ -509,9 +509,9 @@ except Exception:  # pragma: no cover - PyYAML without libyaml
 _FRONT_END = os.environ.get("VLLMLINT_YAML", "").strip().lower()
 
 
-def _depth_below_limit(docs: list[Node]) -> bool:
-    """Does no collection of the composed ``docs`` nest :data:`MAX_DEPTH` + 1 levels deep (the
-    verdict of the careful composer)? Depth is where a node was composed: its first place in
+def _depth_below_limit(docs: list[Node], limit: int = MAX_DEPTH) -> bool:
+    """Does no collection of the composed ``docs`` nest ``limit`` + 1 levels deep (by default
+    :data:`MAX_DEPTH`: the verdict of the careful composer)? Depth is where a node was composed: its first place in
     document order (an alias is the same node again and adds no depth)."""
     seen: set[int] = set()
     for doc in docs:
@@ -521,7 +521,7 @@ def _depth_below_limit(docs: list[Node]) -> bool:
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            if depth > MAX_DEPTH:
+            if depth > limit:
                 return False
             # children pushed last-first: nodes pop in document order, so an anchored node is
             # first met where it was composed
@@ -538,25 +538,41 @@ def _depth_below_limit(docs: list[Node]) -> bool:
 
 def _shallow(text: str) -> bool:
     """Can no collection of ``text`` nest deeper than MAX_DEPTH (so libyaml's own recursive C
-    composer is safe and its tree needs no depth check)? Two bounds, either will do:
+    composer is safe and its tree needs no depth check)? See :func:`_depth_bound`. Typical
+    manifests pass; a pathological file takes the careful path."""
+    return _depth_bound(text, MAX_DEPTH) < MAX_DEPTH
+
+
+def _depth_bound(text: str, cap: int) -> int:
+    """An upper bound of how deep the collections of ``text`` nest, or ``cap`` when neither bound
+    is below it:
 
     * nesting can't exceed the number of structure indicators ``[{:-?``;
     * a flow collection holds only flow collections, and each block collection inside another
       starts at a greater column, except a sequence that is a mapping's value (it may share the
       mapping's column, and what it holds starts further right): block depth <= 2 x the columns
       a line has, flow depth <= the ``[`` and ``{`` in the text. (Lines split at ``\n`` only:
-      a longer line makes the bound larger, never smaller.)
-
-    Typical manifests pass; a pathological file takes the careful path."""
+      a longer line makes the bound larger, never smaller.)"""
     count = 0
     for ch in "[{:-?":
         count += text.count(ch)
-        if count >= MAX_DEPTH:
+        if count >= cap:
             break
     else:
-        return True
+        return count
     flows = text.count("[") + text.count("{")
-    return flows < MAX_DEPTH and flows + 2 * max(map(len, text.split("\n"))) < MAX_DEPTH
+    if flows >= cap:
+        return cap
+    return min(cap, flows + 2 * max(map(len, text.split("\n"))))
+
+
+def nests_below(text: str, depth: int) -> bool:
+    """Does no collection of ``text`` nest deeper than ``depth``? (False also when libyaml's
+    composer does not read it.) The text's bounds first, the composed tree where they do not tell."""
+    if _depth_bound(text, depth + 1) <= depth:
+        return True
+    docs = _compose_in_c(text) if _C_LOADER is not None and (_LIBYAML_NEST_LIMIT or _shallow(text)) else None
+    return docs is not None and _depth_below_limit(docs, depth)
 
 
 def _compose_in_c(text: str) -> list[Node] | None:
@@ -1108,6 +1124,12 @@ def scalar_offsets(text: str, node: ScalarNode) -> tuple[int, ...] | None:
 
 
 # -- plain data ---------------------------------------------------------------------------------
+def c_safe_loader():
+    """libyaml's safe loader (PyYAML's ``CSafeLoader``), or None where there is none or
+    ``VLLMLINT_YAML=pyyaml`` asks for PyYAML's pure-Python loader, the reference."""
+    return None if _FRONT_END == "pyyaml" else _C_SAFE_LOADER
+
+
 _LAST_DATA: list = [None, None]     # [text, its data]: the last text load_data read
 
 
@@ -1118,10 +1140,24 @@ def load_data(text: str):
     callers read it, never change it. Raises ``yaml.YAMLError`` as safe_load does."""
     if _LAST_DATA[0] is text:
         return _LAST_DATA[1]
-    loader = yaml.SafeLoader if _FRONT_END == "pyyaml" or _C_SAFE_LOADER is None else _C_SAFE_LOADER
-    data = yaml.load(text, Loader=loader)
+    loader = (c_safe_loader() or yaml.SafeLoader)(text)     # (what yaml.safe_load does, with a safe loader we pick)
+    try:
+        data = loader.get_single_data()
+    finally:
+        loader.dispose()
     _LAST_DATA[:] = [text, data]
     return data
+
+
+def check_all(text: str) -> None:
+    """Construct every document of ``text`` with libyaml's safe loader and drop them: raises what
+    the loader raises (nothing when ``text`` reads). Needs :func:`c_safe_loader`."""
+    loader = c_safe_loader()(text)
+    try:
+        while loader.check_data():
+            loader.get_data()
+    finally:
+        loader.dispose()
 
 
 # -- reading composed nodes (shared by the YAML front end, the CRD readers, chart values) ------
