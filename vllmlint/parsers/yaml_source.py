@@ -511,8 +511,8 @@ _FRONT_END = os.environ.get("VLLMLINT_YAML", "").strip().lower()
 
 def _depth_below_limit(docs: list[Node], limit: int = MAX_DEPTH) -> bool:
     """Does no collection of the composed ``docs`` nest ``limit`` + 1 levels deep (by default
-    :data:`MAX_DEPTH`: the verdict of the careful composer)? Depth is where a node was composed: its first place in
-    document order (an alias is the same node again and adds no depth)."""
+    :data:`MAX_DEPTH`: the verdict of the careful composer)? Depth is where a node was composed:
+    its first place in document order (an alias is the same node again and adds no depth)."""
     seen: set[int] = set()
     for doc in docs:
         todo = [(doc, 1)]
