@@ -50,9 +50,23 @@ def _bash_error(text: str) -> str | None:
     return "bash -n: " + first
 
 
+# nesting PyYAML's pure-Python loader always reads: its composer recurses two frames a level
+_PY_SAFE_DEPTH = 200
+
+
 def _yaml_error(text: str) -> str | None:
     import yaml
+    from ..parsers.yaml_source import c_safe_loader, check_all, nests_below
 
+    if c_safe_loader() is not None and nests_below(text, _PY_SAFE_DEPTH):
+        # libyaml first (the pure-Python loader was a third of a migrate's CPU on long manifests);
+        # where it refuses, PyYAML's own loader has the last word and words the error as before.
+        # (Deeper texts go to it too: its recursive composer may run out of stack where libyaml reads.)
+        try:
+            check_all(text)
+            return None
+        except Exception:
+            pass
     try:
         for _ in yaml.safe_load_all(text):
             pass

@@ -45,6 +45,20 @@ LAUNCH_HINT_RE = lazy_re(r"vllm\s+(?:serve|launch)\b|vllm\.entrypoints|disagg_pr
 # a loose script that may start vLLM without saying `vllm serve`: a container runner, eval
 SCRIPT_HINT_RE = lazy_re(r"\b(?:docker|podman|nerdctl)\s+(?:container\s+)?run\b|\b(?:apptainer|singularity)\s+"
                          r"(?:exec|run|instance)\b|\beval\b")
+# every match of LAUNCH_HINT_RE / SCRIPT_HINT_RE starts with one of these words (keep them with
+# the patterns): a search can start at the first of them, and need not run where there is none
+LAUNCH_HINT_WORDS = ("vllm", "disagg_proxy", "toy_proxy_server")
+SCRIPT_HINT_WORDS = ("docker", "podman", "nerdctl", "apptainer", "singularity", "eval")
+
+
+def _first_word(text: str, words: tuple[str, ...], start: int, end: int) -> int:
+    """Offset of the first of `words` in text[start:end], -1 if none is there."""
+    first = -1
+    for word in words:
+        i = text.find(word, start, end)
+        if i >= 0 and (first < 0 or i < first):
+            first = i
+    return first
 
 
 class KubernetesResources:
@@ -90,26 +104,39 @@ class KubernetesResources:
             from .helm_values import is_stack_values, read_stack_values
             if is_stack_values(doc):        # production-stack chart values, read without the chart
                 read_stack_values(self, doc, index)
+        self._walk_containers(doc, owner, index)
+        if kind == "RayService":
+            crds.ray_pod_env(self, launch_start, env_start)
+        self._loose_scripts(doc, owner)
+
+    def _walk_containers(self, doc: yaml.Node, owner: str, index: int) -> None:
+        """Every container (and args list) of a document, in document order. The hot loop of the
+        front end: scalars are never pushed (they hold nothing), each mapping's keys are read
+        once, and the KubeAI test runs only where a `url` (or a merge key) may give one."""
         seen: set[int] = set()
         stack: list[tuple[yaml.Node, str | None]] = [(doc, None)]
+        consumed = self.consumed
         while stack:
             node, parent_key = stack.pop()
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            if isinstance(node, yaml.MappingNode):
-                if self._is_container(node, parent_key) or crds.kubeai_entry(self, node):
+            cls = type(node)
+            if cls is _MAPPING:
+                items = node.value
+                keys = [k.value if type(k) is _SCALAR else None for k, _ in items]
+                if _is_container_keys(node, keys, parent_key) or (
+                        ("url" in keys or "<<" in keys) and crds.kubeai_entry(self, node)):
                     self._container(node, owner, index, parent_key)
-                stack.extend((v, scalar(k)) for k, v in reversed(node.value) if scalar(k) not in NO_CONTAINERS_BELOW)
-                for k, v in node.value:
-                    if isinstance(v, yaml.SequenceNode) and ARGS_KEY_RE().search(scalar(k) or "") \
-                            and id(v) not in self.consumed:
-                        self._args_list(scalar(k), v, owner, index, node)
-            elif isinstance(node, yaml.SequenceNode):
-                stack.extend((v, parent_key) for v in reversed(node.value))
-        if kind == "RayService":
-            crds.ray_pod_env(self, launch_start, env_start)
-        self._loose_scripts(doc, owner)
+                for i in range(len(items) - 1, -1, -1):
+                    v = items[i][1]
+                    if type(v) is not _SCALAR and keys[i] not in NO_CONTAINERS_BELOW:
+                        stack.append((v, keys[i]))
+                for i, (_, v) in enumerate(items):
+                    if type(v) is _SEQUENCE and _args_key(keys[i]) and id(v) not in consumed:
+                        self._args_list(keys[i], v, owner, index, node)
+            elif cls is _SEQUENCE:
+                stack.extend((v, parent_key) for v in reversed(node.value) if type(v) is not _SCALAR)
 
     def _loose_scripts(self, doc: yaml.Node, owner: str) -> None:
         """Shell code outside any container (dstack `commands`, SkyPilot `run`, GitHub Actions and
@@ -144,9 +171,17 @@ class KubernetesResources:
     def _hint_outside_launches(self, start: int, end: int) -> bool:
         """A launch or script hint in text[start:end] that is not inside a command already read
         as a launch (a manifest's own `vllm serve` would send every document down the walk)."""
-        for pattern in (LAUNCH_HINT_RE(), SCRIPT_HINT_RE()):
-            for m in pattern.finditer(self.masked, start, end):
-                if not any(s <= m.start() and m.end() <= e for s, e in self.consumed_spans):
+        spans = None
+        text = self.masked
+        for pattern, words in ((LAUNCH_HINT_RE(), LAUNCH_HINT_WORDS), (SCRIPT_HINT_RE(), SCRIPT_HINT_WORDS)):
+            first = _first_word(text, words, start, end)
+            if first < 0:
+                continue        # (a regex scan of a document cost more than the whole rest of its walk)
+            for m in pattern.finditer(text, first, end):
+                if spans is None:       # the commands that reach into this document, once
+                    spans = [(s, e) for s, e in self.consumed_spans if s < end and e > start]
+                a, b = m.span()
+                if not any(s <= a and b <= e for s, e in spans):
                     return True
         return False
 
@@ -266,6 +301,29 @@ class KubernetesResources:
                                         remove_item(self.source, self.text, data, i, data_pair)))
         self.pf.configmaps[name] = entries
         self.pf.env.extend(entries)
+
+
+_MAPPING, _SEQUENCE, _SCALAR = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
+
+
+def _is_container_keys(node: yaml.MappingNode, keys: list, parent_key: str | None) -> bool:
+    """`KubernetesResources._is_container` on a mapping whose scalar keys are read already."""
+    if parent_key in ("containers", "initContainers") or "command" in keys or "args" in keys:
+        return True
+    return "image" in keys and ("name" in keys or "env" in keys) and isinstance(get(node, "image"), yaml.ScalarNode)
+
+
+_ARGS_KEYS: dict[str | None, bool] = {}
+
+
+def _args_key(key: str | None) -> bool:
+    """Does a key name an args list (ARGS_KEY_RE)? Memoised: keys repeat across manifests."""
+    hit = _ARGS_KEYS.get(key)
+    if hit is None:
+        hit = ARGS_KEY_RE().search(key or "") is not None
+        if len(_ARGS_KEYS) < 1 << 14:
+            _ARGS_KEYS[key] = hit
+    return hit
 
 
 def _all_labels(doc: yaml.Node) -> dict[str, str]:

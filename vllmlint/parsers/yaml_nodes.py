@@ -33,7 +33,7 @@ class YamlNodes:
             return Arg(self.text[span[0]:span[1]], self.source, span, dynamic=True)
         value = node.value
         dynamic = "$" in value
-        if self.is_templated(node):
+        if self.templated and self.is_templated(node):
             offs = self.offsets(node)
             if offs is not None:
                 value = "".join(self.text[o] for o in offs)

@@ -32,6 +32,7 @@ alias bomb is a tiny graph with exponentially many paths) and may even make it c
 from __future__ import annotations
 
 import operator
+import os
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -425,10 +426,12 @@ def compose_all(text: str) -> list[Node]:
     if text.startswith("\ufeff"):
         src = text[1:]
         shift = 1
-    if not shift and _C_LOADER is not None and _LOADER is _C_SAFE_LOADER and _shallow(src):
-        fast = _compose_in_c(src)
-        if fast is not None:
-            return fast
+    if not shift and _C_LOADER is not None and _LOADER is _C_SAFE_LOADER and _FRONT_END != "pyyaml":
+        shallow = _shallow(src)
+        if shallow or _LIBYAML_NEST_LIMIT:
+            fast = _compose_in_c(src)
+            if fast is not None and (shallow or _depth_below_limit(fast)):
+                return fast
     loader = None
     try:
         loader = _LOADER(src)
@@ -493,16 +496,83 @@ else:
     _C_LOADER = None
 
 
+#: libyaml >= 0.2.6 (bundled by PyYAML 6.0.4) refuses nesting deeper than 1000 levels itself, so
+#: its recursive C composer is safe on any input; older ones only on texts `_shallow` vouches for.
+try:
+    from yaml._yaml import get_version as _libyaml_version
+    _LIBYAML_NEST_LIMIT = _libyaml_version() >= (0, 2, 6)
+except Exception:  # pragma: no cover - PyYAML without libyaml
+    _LIBYAML_NEST_LIMIT = False
+
+#: `VLLMLINT_YAML=pyyaml` composes every text from events in Python (the reference path that words
+#: errors); the default lets libyaml's C composer build the nodes whenever it accepts the text.
+_FRONT_END = os.environ.get("VLLMLINT_YAML", "").strip().lower()
+
+
+def _depth_below_limit(docs: list[Node], limit: int = MAX_DEPTH) -> bool:
+    """Does no collection of the composed ``docs`` nest ``limit`` + 1 levels deep (by default
+    :data:`MAX_DEPTH`: the verdict of the careful composer)? Depth is where a node was composed:
+    its first place in document order (an alias is the same node again and adds no depth)."""
+    seen: set[int] = set()
+    for doc in docs:
+        todo = [(doc, 1)]
+        while todo:
+            node, depth = todo.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if depth > limit:
+                return False
+            # children pushed last-first: nodes pop in document order, so an anchored node is
+            # first met where it was composed
+            if type(node) is SequenceNode:
+                todo.extend((v, depth + 1) for v in reversed(node.value) if type(v) is not ScalarNode)
+            elif type(node) is MappingNode:
+                for k, v in reversed(node.value):
+                    if type(v) is not ScalarNode:
+                        todo.append((v, depth + 1))
+                    if type(k) is not ScalarNode:
+                        todo.append((k, depth + 1))
+    return True
+
+
 def _shallow(text: str) -> bool:
-    """Nesting can't exceed the number of structure indicators, so below MAX_DEPTH of them
-    libyaml's own (recursive, C) composer is safe to use. Typical manifests pass; a huge or
-    pathological file takes the iterative path."""
+    """Can no collection of ``text`` nest deeper than MAX_DEPTH (so libyaml's own recursive C
+    composer is safe and its tree needs no depth check)? See :func:`_depth_bound`. Typical
+    manifests pass; a pathological file takes the careful path."""
+    return _depth_bound(text, MAX_DEPTH) < MAX_DEPTH
+
+
+def _depth_bound(text: str, cap: int) -> int:
+    """An upper bound of how deep the collections of ``text`` nest, or ``cap`` when neither bound
+    is below it:
+
+    * nesting can't exceed the number of structure indicators ``[{:-?``;
+    * a flow collection holds only flow collections, and each block collection inside another
+      starts at a greater column, except a sequence that is a mapping's value (it may share the
+      mapping's column, and what it holds starts further right): block depth <= 2 x the columns
+      a line has, flow depth <= the ``[`` and ``{`` in the text. (Lines split at ``\n`` only:
+      a longer line makes the bound larger, never smaller.)"""
     count = 0
     for ch in "[{:-?":
         count += text.count(ch)
-        if count >= MAX_DEPTH:
-            return False
-    return True
+        if count >= cap:
+            break
+    else:
+        return count
+    flows = text.count("[") + text.count("{")
+    if flows >= cap:
+        return cap
+    return min(cap, flows + 2 * max(map(len, text.split("\n"))))
+
+
+def nests_below(text: str, depth: int) -> bool:
+    """Does no collection of ``text`` nest deeper than ``depth``? (False also when libyaml's
+    composer does not read it.) The text's bounds first, the composed tree where they do not tell."""
+    if _depth_bound(text, depth + 1) <= depth:
+        return True
+    docs = _compose_in_c(text) if _C_LOADER is not None and (_LIBYAML_NEST_LIMIT or _shallow(text)) else None
+    return docs is not None and _depth_below_limit(docs, depth)
 
 
 def _compose_in_c(text: str) -> list[Node] | None:
@@ -1053,6 +1123,43 @@ def scalar_offsets(text: str, node: ScalarNode) -> tuple[int, ...] | None:
         return None
 
 
+# -- plain data ---------------------------------------------------------------------------------
+def c_safe_loader():
+    """libyaml's safe loader (PyYAML's ``CSafeLoader``), or None where there is none or
+    ``VLLMLINT_YAML=pyyaml`` asks for PyYAML's pure-Python loader, the reference."""
+    return None if _FRONT_END == "pyyaml" else _C_SAFE_LOADER
+
+
+_LAST_DATA: list = [None, None]     # [text, its data]: the last text load_data read
+
+
+def load_data(text: str):
+    """``yaml.safe_load(text)`` through libyaml's C loader: the same Python objects, ~20x less
+    CPU than PyYAML's pure-Python SafeLoader (which ``VLLMLINT_YAML=pyyaml`` keeps, the
+    reference). The last text's data is kept, since a file's launches ask for it one by one:
+    callers read it, never change it. Raises ``yaml.YAMLError`` as safe_load does."""
+    if _LAST_DATA[0] is text:
+        return _LAST_DATA[1]
+    loader = (c_safe_loader() or yaml.SafeLoader)(text)     # (what yaml.safe_load does, with a safe loader we pick)
+    try:
+        data = loader.get_single_data()
+    finally:
+        loader.dispose()
+    _LAST_DATA[:] = [text, data]
+    return data
+
+
+def check_all(text: str) -> None:
+    """Construct every document of ``text`` with libyaml's safe loader and drop them: raises what
+    the loader raises (nothing when ``text`` reads). Needs :func:`c_safe_loader`."""
+    loader = c_safe_loader()(text)
+    try:
+        while loader.check_data():
+            loader.get_data()
+    finally:
+        loader.dispose()
+
+
 # -- reading composed nodes (shared by the YAML front end, the CRD readers, chart values) ------
 Pair = tuple[Node, Node]
 
@@ -1062,18 +1169,24 @@ def get(node: Node, key: str) -> Node | None:
     return found[1] if found else None
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def pair(node: Node, key: str, depth: int = 0) -> Pair | None:
     """The (key, value) nodes of `key`, following `<<: *anchor` merge keys (compose, k8s)."""
     if not isinstance(node, MappingNode):
         return None
-    merged = []
+    merged = None
     for k, v in node.value:
-        if isinstance(k, ScalarNode):
-            if k.value == key and k.tag != "tag:yaml.org,2002:merge":
+        if type(k) is ScalarNode or isinstance(k, ScalarNode):
+            kv = k.value
+            if kv == key and k.tag != _MERGE_TAG:
                 return k, v
-            if k.value == "<<" and depth < 8:
+            if kv == "<<" and depth < 8:
+                if merged is None:
+                    merged = []
                 merged.extend(v.value if isinstance(v, SequenceNode) else [v])
-    for m in merged:
+    for m in merged or ():
         found = pair(m, key, depth + 1)
         if found:
             return found
