@@ -117,6 +117,7 @@ class Repo:
         self._files: list[Path] | None = None
         self._texts: dict[Path, str | None] = {}
         self._copies: dict[Path, list] | None = None
+        self._kinds: dict[str, list[Path]] = {}     # dockerfiles/workflows/composes, listed once
 
     def files(self) -> list[Path]:
         if self._files is None:
@@ -138,9 +139,16 @@ class Repo:
                 self._texts[path] = None
         return self._texts[path]
 
+    def _listed(self, kind: str, keep) -> list[Path]:
+        """The files `keep` accepts, listed once per repository: a listing per launch was
+        O(launches x files) (bench/gen_corpus.py's 1000 scripts: 1M Path.suffix calls)."""
+        if kind not in self._kinds:
+            self._kinds[kind] = [p for p in self.files() if keep(p)]
+        return self._kinds[kind]
+
     def dockerfiles(self) -> list[Path]:
-        return [p for p in self.files() if p.name == "Dockerfile" or p.name.startswith("Dockerfile.")
-                or p.name.endswith(".Dockerfile") or p.name.endswith(".dockerfile")]
+        return self._listed("dockerfiles", lambda p: p.name == "Dockerfile" or p.name.startswith("Dockerfile.")
+                            or p.name.endswith(".Dockerfile") or p.name.endswith(".dockerfile"))
 
     def copy_sources(self) -> dict[Path, list[tuple[tuple[int, int, int], Path, int]]]:
         """Each path a Dockerfile COPYs/ADDs from the build context, resolved, with where: built
@@ -164,11 +172,11 @@ class Repo:
         return self._copies
 
     def workflows(self) -> list[Path]:
-        return [p for p in self.files() if p.suffix in (".yml", ".yaml")
-                and p.parent.name == "workflows" and p.parent.parent.name == ".github"]
+        return self._listed("workflows", lambda p: p.suffix in (".yml", ".yaml")
+                            and p.parent.name == "workflows" and p.parent.parent.name == ".github")
 
     def composes(self) -> list[Path]:
-        return [p for p in self.files() if p.suffix in (".yml", ".yaml") and "compose" in p.name]
+        return self._listed("composes", lambda p: p.suffix in (".yml", ".yaml") and "compose" in p.name)
 
 
 def repo_root(path: Path, fallback: Path) -> Path:
