@@ -50,3 +50,75 @@ def test_only_statement_matches_reference_on_random_text(seed):
             end = rng.randint(start, len(text))
             assert only_statement(text, start, end) == only_statement_reference(text, start, end), \
                 (text, start, end)
+
+
+# --- every output a user sees, with the shortcuts and with their references --------------------
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(ROOT / "bench"))
+import gen_corpus  # noqa: E402
+import gen_corpus2  # noqa: E402
+
+COMMANDS = [("check", "--format", "text", "."), ("check", "--format", "json", "."),
+            ("check", "--fix", "--diff", "."), ("check", "--unsafe-fixes", "--fix", "--diff", "."),
+            ("migrate", "--to", "0.30.0", "--diff", "."), ("launches", ".")]
+
+# The reference run: only_statement as it read the whole text, and release links' Repo listing
+# its files anew on every call (the caching that replaced it is in Repo._listed).
+REFERENCE = f"""
+import sys
+sys.path.insert(0, {str(ROOT / 'tests')!r})
+import test_shell_fast_path as t
+from vllmlint.parsers import shellscan
+from vllmlint.lint import release_links
+shellscan.only_statement = t.only_statement_reference
+release_links.Repo._listed = lambda self, kind, keep: [p for p in self.files() if keep(p)]
+from vllmlint.cli import main
+sys.argv[0] = "vllmlint"
+main()
+"""
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("corpora")
+    gen_corpus.generate(root / "gen", {k: 6 for k in gen_corpus.KINDS})
+    gen_corpus2.generate(root / "gen2", {k: 6 for k in gen_corpus2.KINDS})
+    return {"gen": root / "gen", "gen2": root / "gen2"}
+
+
+def trees(generated) -> list[tuple[str, Path]]:
+    out = [("fixtures", ROOT / "fixtures"), *generated.items()]
+    for name, path in (("corpus", SHARED / "corpus" / "files"), ("redteam", SHARED / "redteam")):
+        if path.is_dir():
+            out.append((name, path))
+    return out
+
+
+def run(cwd: Path, args: tuple[str, ...], reference: bool) -> tuple[int, bytes, bytes]:
+    env = dict(os.environ, VLLMLINT_JOBS="1", NO_COLOR="1")
+    head = ["-c", REFERENCE] if reference else ["-m", "vllmlint.cli"]
+    proc = subprocess.run([sys.executable, *head, *args], capture_output=True, env=env, cwd=cwd)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:-1]))
+def test_shortcuts_write_the_same_bytes_as_their_references(generated, args):
+    for name, tree in trees(generated):
+        fast, ref = run(tree, args, False), run(tree, args, True)
+        assert fast == ref, f"{name}: {' '.join(args)} differs from the reference reading"
+        assert fast[1].strip(), f"{name}: nothing written"
+
+
+def test_reference_run_really_swaps_the_readers(tmp_path):
+    """Not vacuous: the reference bootstrap replaces only_statement (a script whose removal
+    would need it reads the same either way, so the swap itself is what is checked)."""
+    probe = REFERENCE.replace("from vllmlint.cli import main", "print(shellscan.only_statement.__name__)\nraise SystemExit")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.strip() == "only_statement_reference", out.stderr
