@@ -110,10 +110,14 @@ def run(cwd: Path, args: tuple[str, ...], reference: bool) -> tuple[int, bytes, 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:-1]))
 def test_shortcuts_write_the_same_bytes_as_their_references(generated, args):
+    written = []
     for name, tree in trees(generated):
         fast, ref = run(tree, args, False), run(tree, args, True)
         assert fast == ref, f"{name}: {' '.join(args)} differs from the reference reading"
-        assert fast[1].strip(), f"{name}: nothing written"
+        if fast[1].strip():
+            written.append(name)
+    # a fix diff is empty where no fix is pending (the generated corpora), never everywhere
+    assert "fixtures" in written, f"{' '.join(args)}: nothing written on fixtures/"
 
 
 def test_reference_run_really_swaps_the_readers(tmp_path):
