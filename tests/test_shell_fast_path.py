@@ -69,8 +69,9 @@ COMMANDS = [("check", "--format", "text", "."), ("check", "--format", "json", ".
             ("check", "--fix", "--diff", "."), ("check", "--unsafe-fixes", "--fix", "--diff", "."),
             ("migrate", "--to", "0.30.0", "--diff", "."), ("launches", ".")]
 
-# The reference run: only_statement as it read the whole text, and release links' Repo listing
-# its files anew on every call (the caching that replaced it is in Repo._listed).
+# The reference run: only_statement as it read the whole text; release links' Repo listing its
+# files anew on every call (Repo._listed caches it), a walk up to the repository root per launch
+# (_root_finder: one per folder) and the config-name search on every text (_config_names).
 REFERENCE = f"""
 import sys
 sys.path.insert(0, {str(ROOT / 'tests')!r})
@@ -79,6 +80,8 @@ from vllmlint.parsers import shellscan
 from vllmlint.lint import release_links
 shellscan.only_statement = t.only_statement_reference
 release_links.Repo._listed = lambda self, kind, keep: [p for p in self.files() if keep(p)]
+release_links._root_finder = lambda fallback: (lambda path: release_links.repo_root(path, fallback))
+release_links._config_names = release_links.CONFIG_NAME_RE.finditer
 from vllmlint.cli import main
 sys.argv[0] = "vllmlint"
 main()
@@ -123,6 +126,7 @@ def test_shortcuts_write_the_same_bytes_as_their_references(generated, args):
 def test_reference_run_really_swaps_the_readers(tmp_path):
     """Not vacuous: the reference bootstrap replaces only_statement (a script whose removal
     would need it reads the same either way, so the swap itself is what is checked)."""
-    probe = REFERENCE.replace("from vllmlint.cli import main", "print(shellscan.only_statement.__name__)\nraise SystemExit")
+    probe = REFERENCE.replace("from vllmlint.cli import main", "print(shellscan.only_statement.__name__, "
+                              "release_links._config_names('no config named') is not ())\nraise SystemExit")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path)
-    assert out.stdout.strip() == "only_statement_reference", out.stderr
+    assert out.stdout.split() == ["only_statement_reference", "True"], out.stderr
