@@ -12,9 +12,10 @@ file read and decoded once outside the timing, median over --runs of the CPU (pr
   front end    parsers.shellscan.parse_shell: the whole front end, launches and env with spans
   ts parse     tree-sitter-bash: a full syntax tree with byte offsets
   ts + query   the tree and a query for every `command` node, with its words as Python strings
-               (the least a front end on tree-sitter would do before reading launches)
+  ts + words   the tree, commands and assignments, each word's value after quote removal with its
+               offsets: the least a front end on tree-sitter would do to stand in for lex + commands
 
-Decides nothing by itself: docs/development/speed.md says what the figures decided.
+Decides nothing by itself: docs/development/shell-front-end.md says what the figures decided.
 """
 from __future__ import annotations
 
@@ -57,7 +58,55 @@ def tree_sitter_runners():
             out.append([data[c.start_byte:c.end_byte].decode() for c in node.named_children])
         return out
 
-    return {"ts parse": ts_parse, "ts + query": ts_query}
+    words_query = tree_sitter.Query(lang, "(command) @cmd (variable_assignment) @assign")
+    positions = tuple(range(1 << 16))
+    skipped = {"file_redirect", "herestring_redirect", "heredoc_redirect", "variable_assignment"}
+
+    def value(node, data: bytes, vals: list, offs: list) -> None:
+        # quote removal with per-character offsets (ASCII: bytes are characters)
+        kind, s, e = node.type, node.start_byte, node.end_byte
+        if kind == "raw_string":
+            vals.append(data[s + 1:e - 1].decode()); offs.extend(positions[s + 1:e - 1])
+        elif kind in ("string", "concatenation", "command_name") and node.child_count:
+            for child in node.children:
+                if child.type != '"':
+                    value(child, data, vals, offs)
+        elif b"\\" in data[s:e]:
+            i = s
+            while i < e:
+                j = i + 1 if data[i] == 92 and i + 1 < e else i
+                vals.append(chr(data[j])); offs.append(j); i = j + 1
+        else:
+            vals.append(data[s:e].decode()); offs.extend(positions[s:e])
+
+    def ts_words(text: str, data: bytes):
+        """The least a front end on tree-sitter does to stand in for lex + commands: each
+        command's words as (value after quote removal, offsets), and the assignments. Leaves
+        out what ours also gives (dynamic/splits, if/case arms, loops, heredoc bodies, a byte to
+        character map for non-ASCII text), so it is a lower bound."""
+        tree = parser.parse(data)
+        caps = cursor_cls(words_query).captures(tree.root_node) if cursor_cls is not None \
+            else words_query.captures(tree.root_node)
+        out = []
+        for node in caps.get("cmd", []):
+            words = []
+            for child in node.children:
+                if child.type in skipped:
+                    continue
+                s, e = child.start_byte, child.end_byte
+                raw = data[s:e]
+                if not child.child_count or not any(q in raw for q in (b"'", b'"', b"\\")):
+                    words.append((raw.decode(), positions[s:e]))
+                else:
+                    vals: list = []
+                    offs: list = []
+                    value(child, data, vals, offs)
+                    words.append(("".join(vals), tuple(offs)))
+            out.append(words)
+        out.extend(data[n.start_byte:n.end_byte].decode() for n in caps.get("assign", []))
+        return out
+
+    return {"ts parse": ts_parse, "ts + query": ts_query, "ts + words": ts_words}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -117,6 +117,7 @@ class Repo:
         self._files: list[Path] | None = None
         self._texts: dict[Path, str | None] = {}
         self._copies: dict[Path, list] | None = None
+        self._kinds: dict[str, list[Path]] = {}     # dockerfiles/workflows/composes, listed once
 
     def files(self) -> list[Path]:
         if self._files is None:
@@ -138,9 +139,16 @@ class Repo:
                 self._texts[path] = None
         return self._texts[path]
 
+    def _listed(self, kind: str, keep) -> list[Path]:
+        """The files `keep` accepts, listed once per repository: a listing per launch was
+        O(launches x files) (bench/gen_corpus.py's 1000 scripts: 1M Path.suffix calls)."""
+        if kind not in self._kinds:
+            self._kinds[kind] = [p for p in self.files() if keep(p)]
+        return self._kinds[kind]
+
     def dockerfiles(self) -> list[Path]:
-        return [p for p in self.files() if p.name == "Dockerfile" or p.name.startswith("Dockerfile.")
-                or p.name.endswith(".Dockerfile") or p.name.endswith(".dockerfile")]
+        return self._listed("dockerfiles", lambda p: p.name == "Dockerfile" or p.name.startswith("Dockerfile.")
+                            or p.name.endswith(".Dockerfile") or p.name.endswith(".dockerfile"))
 
     def copy_sources(self) -> dict[Path, list[tuple[tuple[int, int, int], Path, int]]]:
         """Each path a Dockerfile COPYs/ADDs from the build context, resolved, with where: built
@@ -164,11 +172,24 @@ class Repo:
         return self._copies
 
     def workflows(self) -> list[Path]:
-        return [p for p in self.files() if p.suffix in (".yml", ".yaml")
-                and p.parent.name == "workflows" and p.parent.parent.name == ".github"]
+        return self._listed("workflows", lambda p: p.suffix in (".yml", ".yaml")
+                            and p.parent.name == "workflows" and p.parent.parent.name == ".github")
 
     def composes(self) -> list[Path]:
-        return [p for p in self.files() if p.suffix in (".yml", ".yaml") and "compose" in p.name]
+        return self._listed("composes", lambda p: p.suffix in (".yml", ".yaml") and "compose" in p.name)
+
+
+def _root_finder(fallback: Path):
+    """repo_root(path, fallback), walked up once per folder: it depends only on the path's
+    folder, and a walk per launch (stat calls up to the root) was paid by every script."""
+    roots: dict[Path, Path] = {}
+
+    def root_of(path: Path) -> Path:
+        folder = path.parent
+        if folder not in roots:
+            roots[folder] = repo_root(path, fallback)
+        return roots[folder]
+    return root_of
 
 
 def repo_root(path: Path, fallback: Path) -> Path:
@@ -226,10 +247,11 @@ def follow_links(project, extra_images: tuple[str, ...] = ()) -> None:
     sources = project.sources
     fallback = _common_root([s.path for s in sources])
     repos: dict[Path, Repo] = {}
+    root_of = _root_finder(fallback)
     for launch in unknown:
         if _directive(launch):
             continue
-        root = repo_root(launch.file.path, fallback)
+        root = root_of(launch.file.path)
         repo = repos.setdefault(root, Repo(root))
         for step in (_copied_into, _compose_build, _workflow_env, _named_config):
             if step(launch, repo, extra_images):
@@ -378,10 +400,17 @@ def _workflow_values(text: str):
             stack.extend((item, key) for item in node.value)
 
 
+def _config_names(text: str):
+    """CONFIG_NAME_RE's matches in `text`; none without a `.yml`/`.yaml`/`.json` in it (a match
+    needs one, and the search tries every offset of the text: most scripts name no config)."""
+    if ".yml" not in text and ".yaml" not in text and ".json" not in text:
+        return ()
+    return CONFIG_NAME_RE.finditer(text)
+
+
 def _named_config(launch: Launch, repo: Repo, extra_images) -> bool:
     """A config file the launcher names whose `image:` is a vLLM image of a release."""
-    text = launch.file.text
-    for m in CONFIG_NAME_RE.finditer(text):
+    for m in _config_names(launch.file.text):
         for base in (launch.file.path.parent, repo.root):
             path = (base / m.group(0)).resolve()
             if not path.is_file():

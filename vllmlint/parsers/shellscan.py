@@ -31,24 +31,69 @@ _OPENS_BODY_RE = re.compile(r"(?:^|[\s;&|])(?:then|else|do|\{)$")
 _CLOSES_BODY_RE = re.compile(r"(?:fi|else|elif|done|\})(?:$|[\s;&|)])")
 
 
-def _strip_comments(lines: list[str]) -> list[str]:
-    return [l for l in lines if l.strip() and not l.strip().startswith("#")]
+# what str.splitlines() splits at (\r\n first: one break)
+_LINE_BREAK_RE = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _statement_line(line: str) -> bool:
+    return bool(line.strip()) and not line.strip().startswith("#")
+
+
+def _line_before(text: str, start: int) -> str:
+    """The last line of text[:start].splitlines() that is neither blank nor a comment, or "".
+    Read backwards through a growing window: splitting the whole prefix at every removal made
+    only_statement O(file) per command (a script of many exports: quadratic). Lines after the
+    window's first break are the prefix's own lines (a window starting inside `\r\n` only
+    adds an empty first line), so the first, maybe partial, one is dropped unless it starts the
+    text."""
+    width = 512
+    while True:
+        lo = max(0, start - width)
+        lines = text[lo:start].splitlines()
+        for line in reversed(lines if lo == 0 else lines[1:]):
+            if _statement_line(line):
+                return line
+        if lo == 0:
+            return ""
+        width *= 8
+
+
+def _lines_after(text: str, pos: int):
+    """The lines of text[pos:].splitlines(), one at a time (most callers read one or two)."""
+    n = len(text)
+    search = _LINE_BREAK_RE.search
+    while pos < n:
+        m = search(text, pos)
+        if m is None:
+            yield text[pos:]
+            return
+        yield text[pos:m.start()]
+        pos = m.end()
 
 
 def only_statement(text: str, start: int, end: int) -> bool:
     """The command at text[start:end] is the only statement of a compound body: what comes
     before it (comments and blanks aside) opens the body, what follows closes it. Removing it
     would leave `then` / `fi` with nothing between them (a syntax error), so a removal writes
-    `:` in its place (decided in issue 29: the construct and its condition stay as written)."""
-    before = _strip_comments(text[:start].splitlines())
-    after = _strip_comments(text[end:].splitlines())
-    head = before[-1].rstrip() if before else ""
+    `:` in its place (decided in issue 29: the construct and its condition stay as written).
+    Reads only the lines next to the command (tests/test_shell_fast_path.py holds the whole-text
+    reading it replaced and compares the two)."""
+    head = _line_before(text, start).rstrip()
     head = head.rstrip(";").rstrip() if head.rstrip().endswith(";") and not head.rstrip().endswith(";;") else head
     if not _OPENS_BODY_RE.search(head):
         return False
-    tail = text[end:].lstrip(" \t;") if text[end:].lstrip(" \t").startswith(";") else None
-    nxt = (tail.splitlines()[0].strip() if tail and tail.splitlines() and tail.splitlines()[0].strip()
-           else (after[0].strip() if after else ""))
+    rest = end
+    while rest < len(text) and text[rest] in " \t":
+        rest += 1
+    nxt = ""
+    if text.startswith(";", rest):
+        while rest < len(text) and text[rest] in " \t;":
+            rest += 1
+        first = next(_lines_after(text, rest), "").strip()
+        if first:
+            nxt = first
+    if not nxt:
+        nxt = next((line for line in _lines_after(text, end) if _statement_line(line)), "").strip()
     return bool(_CLOSES_BODY_RE.match(nxt))
 
 
