@@ -117,6 +117,7 @@ class Repo:
         self._files: list[Path] | None = None
         self._texts: dict[Path, str | None] = {}
         self._copies: dict[Path, list] | None = None
+        self._kinds: dict[str, list[Path]] = {}     # "workflows" -> those of files(): once per repository
 
     def files(self) -> list[Path]:
         if self._files is None:
@@ -164,11 +165,17 @@ class Repo:
         return self._copies
 
     def workflows(self) -> list[Path]:
-        return [p for p in self.files() if p.suffix in (".yml", ".yaml")
-                and p.parent.name == "workflows" and p.parent.parent.name == ".github"]
+        # asked once per launch whose release is unknown: filtered once per repository (a filter
+        # per launch was O(launches x files): 500 Python launchers in one folder, 0.6 s)
+        if "workflows" not in self._kinds:
+            self._kinds["workflows"] = [p for p in self.files() if p.suffix in (".yml", ".yaml")
+                                        and p.parent.name == "workflows" and p.parent.parent.name == ".github"]
+        return self._kinds["workflows"]
 
     def composes(self) -> list[Path]:
-        return [p for p in self.files() if p.suffix in (".yml", ".yaml") and "compose" in p.name]
+        if "composes" not in self._kinds:
+            self._kinds["composes"] = [p for p in self.files() if p.suffix in (".yml", ".yaml") and "compose" in p.name]
+        return self._kinds["composes"]
 
 
 def repo_root(path: Path, fallback: Path) -> Path:

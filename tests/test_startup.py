@@ -1,0 +1,125 @@
+"""What the start-up work (issue 34, docs/development/startup.md) changed in shared paths, held
+to the old behaviour: the embedded door loads front ends on demand, a one-file check loads only
+the front ends its file needs, per-file-ignores answers the same when cached, and VL307's
+shortcut (equal default texts are not parsed) finds the same changed defaults."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+
+
+def _modules_after_check(path: Path) -> set[str]:
+    """The modules a fresh interpreter holds after `check PATH` (the pre-commit call)."""
+    code = textwrap.dedent(f"""
+        import io, contextlib, sys
+        from vllmlint.lint.checkrun import run_check
+        with contextlib.redirect_stdout(io.StringIO()):
+            run_check(paths=({str(path)!r},))
+        print(" ".join(sorted(sys.modules)))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=path.parent, env={"VLLMLINT_JOBS": "1", "PATH": "/usr/bin:/bin"})
+    return set(out.stdout.split())
+
+
+def test_a_dockerfile_check_imports_no_yaml_or_python_front_end(tmp_path):
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM vllm/vllm-openai:v0.27.1\nENV VLLM_ENABLE_SCALE_OUT_ENDPOINTS=1\n"
+                          "CMD [\"vllm\", \"serve\", \"m\"]\n")
+    loaded = _modules_after_check(dockerfile)
+    assert "vllmlint.parsers.dockerfile" in loaded
+    assert not {"yaml", "vllmlint.parsers.yamlfile", "vllmlint.parsers.pythonfile"} & loaded
+
+
+def test_the_door_loads_every_kind_on_demand():
+    code = ("from vllmlint.parsers import embedded\n"
+            "print(sorted(embedded.kinds()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert {"yaml", "dockerfile", "python", "shell", "apptainer"} <= set(eval(out.stdout))
+
+
+def test_the_door_reads_an_embedded_kind_whose_front_end_was_never_imported():
+    """A shell fragment handed to the door from a fresh interpreter: the shell front end is
+    imported by the door itself, and the launch is found."""
+    code = textwrap.dedent("""
+        import sys
+        from vllmlint.model.launch import SourceFile
+        from vllmlint.parsers import embedded
+        assert "vllmlint.parsers.shellscan" not in sys.modules
+        text = "exec vllm serve m --port 8000\\n"
+        f = SourceFile("/x/run.sh", "run.sh", text, "shell")
+        parsed = embedded.read(f, "shell", 0, len(text))
+        print(len(parsed.launches), parsed.launches[0].argv[0].value)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["1", "vllm"]
+
+
+def test_ignored_codes_cached_answers_as_uncached(tmp_path):
+    from vllmlint.lint.config import Settings, _match, _relative
+
+    (tmp_path / "upstream").mkdir()
+    files = [tmp_path / "upstream" / "a.sh", tmp_path / "b.sh", tmp_path / "upstream" / "c" / "Dockerfile"]
+    settings = Settings(root=tmp_path, per_file_ignores={"upstream/*.sh": ["VL001"], "upstream": ["VL307"],
+                                                         "b.sh": ["VL301", "VL302"]})
+    for _ in range(3):              # the second and third calls are answered from the cache
+        for f in files:
+            display = f.relative_to(tmp_path).as_posix()
+            rel = _relative(f, tmp_path)
+            want = [c for pat, codes in settings.per_file_ignores.items()
+                    if _match(rel, pat) or _match(display, pat) for c in codes]
+            assert settings.ignored_codes(display, f) == want
+    assert Settings(root=tmp_path).ignored_codes("b.sh", files[1]) == []
+    assert settings == Settings(root=tmp_path, per_file_ignores=dict(settings.per_file_ignores))   # cache is no field
+
+
+@pytest.mark.parametrize("old,new", [("0.27.0", "0.30.0"), ("0.10.0", "0.31.0"), ("0.22.0", "0.23.0")])
+def test_vl307_changed_defaults_as_when_every_default_was_parsed(old, new):
+    import importlib
+
+    from vllmlint.knowledge.catalogue import load, versions, vkey
+
+    vl307 = importlib.import_module("vllmlint.rules.vl307_default_changed")
+    if old not in versions() or new not in versions():
+        pytest.skip("release not catalogued")
+    o, n = load(old), load(new)
+    got = vl307._changed_defaults(o, n)
+    # the reference: every default parsed (the loop before the shortcut)
+    between = [v for v in versions() if o.vtuple < vkey(v) <= n.vtuple]
+    want = []
+    dv, missing = vl307.default_value, vl307._MISSING
+    for flag, entry in n.flags.items():
+        if entry.get("dep") or n.json_flag(flag):
+            continue
+        named = "--" + str(entry.get("cfg", "")).rpartition(".")[2].replace("_", "-")
+        if flag != named and named in entry.get("alias", ()) and named in n.flags:
+            continue
+        before = o.flags.get(flag)
+        if before is None or before.get("dep"):
+            continue
+        was, now = dv(before.get("default")), dv(entry.get("default"))
+        if was is missing or now is missing or was == now or (vl307._empty(was) and vl307._empty(now)):
+            continue
+        changed_in = next((v for v in between if dv(load(v).flags.get(flag, {}).get("default")) != was), n.name)
+        want.append((flag, entry, before, was, now, changed_in))
+    assert list(got) == want
+
+
+def test_repo_file_lists_are_filtered_once(tmp_path):
+    from vllmlint.lint.release_links import Repo
+
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+    (tmp_path / "docker-compose.yaml").write_text("services: {}\n")
+    (tmp_path / "run.py").write_text("print(1)\n")
+    repo = Repo(tmp_path)
+    assert repo.workflows() == [tmp_path / ".github" / "workflows" / "ci.yml"]
+    assert repo.composes() == [tmp_path / "docker-compose.yaml"]
+    assert repo.workflows() is repo.workflows()
