@@ -42,11 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trees", nargs="+", type=Path)
     ap.add_argument("--before-src", type=Path, required=True)
+    ap.add_argument("--after-src", type=Path, default=ROOT, help="default: this source tree")
     ap.add_argument("--single", type=int, default=0, help="files a tree checked one at a time")
     ap.add_argument("--jobs", default="1")
     ap.add_argument("--only", help="a comma list of command indexes to run (default: all)")
     opts = ap.parse_args(argv)
-    before, after = opts.before_src.resolve(), ROOT
+    before, after = opts.before_src.resolve(), opts.after_src.resolve()
     commands = COMMANDS
     if opts.only:
         commands = [COMMANDS[int(i)] for i in opts.only.split(",")]

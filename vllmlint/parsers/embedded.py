@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from ..model.launch import AppendSite, EnvEntry, ParsedFile, ParseError, SourceFile
 from ..model.record import field, record, replace
+from ..model.lazyre import lazy_re
 
 
 @record
@@ -100,9 +101,9 @@ def split_words(file: SourceFile, text: str, omap):
     return _shell("words")(file, text, omap)
 
 
-PYTHON_HINT_RE = re.compile(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]|import[ \t]+[\w.]+|def[ \t]+\w+\(|"
+PYTHON_HINT_RE = lazy_re(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]|import[ \t]+[\w.]+|def[ \t]+\w+\(|"
                             r"if __name__ == |@\w+)", re.M)
-SHELL_HINT_RE = re.compile(r"^(?:set -\w+|exec[ \t]|export[ \t]+\w+=|\w+=\S*$|echo[ \t]|cd[ \t]|"
+SHELL_HINT_RE = lazy_re(r"^(?:set -\w+|exec[ \t]|export[ \t]+\w+=|\w+=\S*$|echo[ \t]|cd[ \t]|"
                            r"(?:\S*/)?(?:vllm|python[\d.]*|uv|docker|podman)[ \t])", re.M)
 
 
@@ -131,9 +132,9 @@ def guess_kind(text: str, name: str = "") -> str | None:
         return "yaml"
     if re.match(r"FROM\s+\S", head):              # (lower case: Python's `from x import y`)
         return "dockerfile"
-    if PYTHON_HINT_RE.search(head):
+    if PYTHON_HINT_RE().search(head):
         return "python"
-    if SHELL_HINT_RE.search(head):
+    if SHELL_HINT_RE().search(head):
         return "shell"
     return None
 
