@@ -123,3 +123,41 @@ def test_repo_file_lists_are_filtered_once(tmp_path):
     assert repo.workflows() == [tmp_path / ".github" / "workflows" / "ci.yml"]
     assert repo.composes() == [tmp_path / "docker-compose.yaml"]
     assert repo.workflows() is repo.workflows()
+
+
+def _closing_quote_by_loop(s: str, i: int) -> int | None:
+    """The exec-form scan before the regex: the index of the closing quote, or None."""
+    j = i + 1
+    while j < len(s) and s[j] != '"':
+        j += 2 if s[j] == "\\" else 1
+    return None if j >= len(s) else j
+
+
+def test_exec_form_string_scan_as_the_loop():
+    import itertools
+    import random
+
+    from vllmlint.parsers.dockerfile import _JSON_STRING_RE
+
+    rng = random.Random(34)
+    alphabet = ['"', "\\", "a", "u", " ", "\n", "]", ","]
+    cases = ['"' + "".join(p) for n in range(6) for p in itertools.product(alphabet, repeat=n)]
+    cases += ['"' + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    for s in cases:
+        m = _JSON_STRING_RE.match(s, 0)
+        assert (None if m is None else m.end() - 1) == _closing_quote_by_loop(s, 0), s
+
+
+def test_repo_existing_answers_as_resolve(tmp_path):
+    from vllmlint.lint.release_links import Repo
+
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "a.yaml").write_text("image: x\n")
+    (tmp_path / "link.yaml").symlink_to(tmp_path / "conf" / "a.yaml")
+    repo = Repo(tmp_path)
+    for _ in range(2):
+        assert repo.existing(tmp_path, "conf/a.yaml") == (tmp_path / "conf" / "a.yaml").resolve()
+        assert repo.existing(tmp_path, "link.yaml") == (tmp_path / "conf" / "a.yaml").resolve()
+        assert repo.existing(tmp_path / "conf", "../link.yaml") == (tmp_path / "conf" / "a.yaml").resolve()
+        assert repo.existing(tmp_path, "conf") is None          # a folder is no config file
+        assert repo.existing(tmp_path, "missing.yaml") is None

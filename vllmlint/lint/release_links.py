@@ -119,6 +119,7 @@ class Repo:
         self._texts: dict[Path, str | None] = {}
         self._copies: dict[Path, list] | None = None
         self._kinds: dict[str, list[Path]] = {}     # "workflows" -> those of files(): once per repository
+        self._existing: dict[tuple[Path, str], Path | None] = {}
 
     def files(self) -> list[Path]:
         if self._files is None:
@@ -130,6 +131,15 @@ class Repo:
                     break
             self._files = found
         return self._files
+
+    def existing(self, base: Path, name: str) -> Path | None:
+        """(base / name).resolve() when it is a file, else None: asked per launch and per name a
+        launcher mentions (`config.yaml` in every file of a folder), answered once."""
+        key = (base, name)
+        if key not in self._existing:
+            path = (base / name).resolve()
+            self._existing[key] = path if path.is_file() else None
+        return self._existing[key]
 
     def text(self, path: Path) -> str | None:
         if path not in self._texts:
@@ -390,8 +400,8 @@ def _named_config(launch: Launch, repo: Repo, extra_images) -> bool:
     text = launch.file.text
     for m in CONFIG_NAME_RE().finditer(text):
         for base in (launch.file.path.parent, repo.root):
-            path = (base / m.group(0)).resolve()
-            if not path.is_file():
+            path = repo.existing(base, m.group(0))
+            if path is None:
                 continue
             config = repo.text(path) or ""
             found = []
