@@ -161,3 +161,15 @@ def test_repo_existing_answers_as_resolve(tmp_path):
         assert repo.existing(tmp_path / "conf", "../link.yaml") == (tmp_path / "conf" / "a.yaml").resolve()
         assert repo.existing(tmp_path, "conf") is None          # a folder is no config file
         assert repo.existing(tmp_path, "missing.yaml") is None
+
+
+def test_config_name_prefilter_is_what_the_pattern_needs():
+    """_named_config returns early when the text holds none of `.yml`, `.yaml`, `.json`: every
+    match of CONFIG_NAME_RE holds one of them."""
+    from vllmlint.lint.release_links import CONFIG_NAME_RE
+
+    samples = ["serve --config conf/x.yaml", "a.yml b.json", "x.YAML", "cfg.json5", "no names here",
+               "path/to/deploy.yaml.j2", "x.yamlfoo", ".json", "a..yml"]
+    for text in samples:
+        if CONFIG_NAME_RE().search(text):
+            assert any(s in text for s in (".yml", ".yaml", ".json")), text

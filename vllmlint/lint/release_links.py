@@ -398,6 +398,8 @@ def _workflow_values(text: str):
 def _named_config(launch: Launch, repo: Repo, extra_images) -> bool:
     """A config file the launcher names whose `image:` is a vLLM image of a release."""
     text = launch.file.text
+    if ".yml" not in text and ".yaml" not in text and ".json" not in text:
+        return False            # what CONFIG_NAME_RE needs, found without its backtracking over every word
     for m in CONFIG_NAME_RE().finditer(text):
         for base in (launch.file.path.parent, repo.root):
             path = repo.existing(base, m.group(0))
