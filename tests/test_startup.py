@@ -173,3 +173,23 @@ def test_config_name_prefilter_is_what_the_pattern_needs():
     for text in samples:
         if CONFIG_NAME_RE().search(text):
             assert any(s in text for s in (".yml", ".yaml", ".json")), text
+
+
+EAGER = ("import vllmlint.parsers.dockerfile, vllmlint.parsers.heredoc, vllmlint.parsers.pythonfile, "
+         "vllmlint.parsers.recipes, vllmlint.parsers.shellscan, vllmlint.parsers.yamlfile\n")
+
+
+@pytest.mark.parametrize("folder", ["VL001", "VL303"])
+def test_lazy_front_ends_report_as_eager_ones(folder):
+    """The old path (every front end imported before the run, as parsers/__init__.py did) and the
+    lazy one give the same bytes, embedded content included (ConfigMap scripts, heredocs,
+    `bash -c`, Python given to a shell)."""
+    run = ("import sys\nfrom vllmlint.lint.checkrun import run_check\n"
+           "sys.exit(run_check(paths=('.',), fmt='json'))\n")
+    outs = []
+    for prelude in ("", EAGER):
+        proc = subprocess.run([sys.executable, "-c", prelude + run], capture_output=True, cwd=FIXTURES / folder,
+                              env={"VLLMLINT_JOBS": "1", "PATH": "/usr/bin:/bin", "NO_COLOR": "1"})
+        outs.append((proc.returncode, proc.stdout, proc.stderr))
+    assert outs[0][1], outs[0]
+    assert outs[0] == outs[1]
