@@ -244,10 +244,14 @@ def follow_links(project, extra_images: tuple[str, ...] = ()) -> None:
     sources = project.sources
     fallback = _common_root([s.path for s in sources])
     repos: dict[Path, Repo] = {}
+    roots: dict[Path, Path] = {}        # a folder -> its repository root: launches share folders
     for launch in unknown:
         if _directive(launch):
             continue
-        root = repo_root(launch.file.path, fallback)
+        folder = launch.file.path.parent
+        root = roots.get(folder)
+        if root is None:
+            root = roots[folder] = repo_root(launch.file.path, fallback)
         repo = repos.setdefault(root, Repo(root))
         for step in (_copied_into, _compose_build, _workflow_env, _named_config):
             if step(launch, repo, extra_images):
