@@ -142,6 +142,8 @@ def _changed_defaults(old, new) -> tuple:
         before = old.flags.get(flag)
         if before is None or before.get("dep"):
             continue
+        if before.get("default") == entry.get("default"):
+            continue            # the same text reads as the same value: nothing to parse (most flags)
         was, now = default_value(before.get("default")), default_value(entry.get("default"))
         if was is _MISSING or now is _MISSING or was == now or (_empty(was) and _empty(now)):
             continue

@@ -77,7 +77,15 @@ class Settings:
         return any(_match(rel, pat) or _match(display, pat) for pat in self.exclude)
 
     def ignored_codes(self, display: str, path: Path) -> list[str]:
-        rel = _relative(path, self.root)
+        # asked once per finding: no patterns, no work; a path resolved once per file, not per
+        # finding (two Path.resolve calls each: a tenth of a bulk run's rule time)
+        if not self.per_file_ignores:
+            return []
+        cache = self.__dict__.setdefault("_relative", {})      # not a field: eq and repr ignore it
+        key = (path, self.root)
+        rel = cache.get(key)
+        if rel is None:
+            rel = cache[key] = _relative(path, self.root)
         codes: list[str] = []
         for pattern, values in self.per_file_ignores.items():
             if _match(rel, pattern) or _match(display, pattern):

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from ..knowledge.launchers import may_launch
 from ..parsers.templates import engine_of, inner_kind
-from ..parsers.triton import triton_config
 from ..model.lazyre import lazy_re
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox",
@@ -60,7 +59,7 @@ def classify(path: Path, head: bytes) -> str | None:
         return "requirements"
     if b"\0" in head[:MAX_SNIFF]:
         return None
-    if lower == "model.json" and triton_config(path):
+    if lower == "model.json" and _triton_config(path):
         return "triton"        # Triton's vLLM backend: the engine arguments of a model (parsers/triton.py)
     if lower.endswith(NOT_SCRIPT):
         return None
@@ -92,6 +91,12 @@ _DOCKER_FROM = lazy_re(rb"^FROM[ \t]+(?:--platform=\S+[ \t]+)?[\w${}.:/@\-]+(?:[
                        re.I | re.M)
 _DOCKER_FIRST = lazy_re(rb"^(?:FROM|ARG)[ \t]", re.I)
 _DOCKER_OTHER = lazy_re(rb"^(?:RUN|CMD|ENTRYPOINT|ENV|COPY|ADD|WORKDIR|EXPOSE|USER|LABEL)[ \t]", re.I | re.M)
+
+
+def _triton_config(path: Path):
+    from ..parsers.triton import triton_config      # here: only a file named model.json needs it
+
+    return triton_config(path)
 
 
 def _looks_like_dockerfile(head: bytes) -> bool:

@@ -36,8 +36,9 @@ from pathlib import Path
 from ..knowledge.images import is_vllm_image, parse_image, plugin_of
 from ..knowledge.versions import fmt, parse_version
 from ..model.launch import Launch
+from ..model.lazyre import lazy_re
 
-DIRECTIVE_RE = re.compile(r"(?m)#[ \t]*vllmlint:[ \t]*release[ \t]*=[ \t]*[\"']?(?P<v>[^\s\"'#]+)")
+DIRECTIVE_RE = lazy_re(r"(?m)#[ \t]*vllmlint:[ \t]*release[ \t]*=[ \t]*[\"']?(?P<v>[^\s\"'#]+)")
 # images of vLLM built by another project, or carrying a platform plugin or fork: their tags are
 # that project's versions (`opea/vllm:1.3`, `vault.habana.ai/gaudi-docker/1.21.0/...`)
 PLATFORM_BUILDS = {     # the publishing project first: `opea/vllm-rocm` is OPEA's
@@ -50,12 +51,12 @@ PLATFORM_BUILDS = {     # the publishing project first: `opea/vllm-rocm` is OPEA
 # vLLM's own images, whose tags are vLLM's even when a pattern above matches their path
 OWN_IMAGES = ("vllm/*", "*/vllm-openai", "*/vllm-openai-*", "*vllm-cpu-release-repo*")
 # `vllm_0.9.1`, `vllm-v0.9.1`, `vllm0.8.3` inside a platform build's tag: it names the release
-EMBEDDED_RE = re.compile(r"(?:^|[_.-])vllm[_-]?v?(\d+)\.(\d+)\.(\d+)(?!\d)", re.I)
-RELEASE_VALUE_RE = re.compile(r"^[\"']?(?:vllm\s*==\s*)?v?(\d+\.\d+\.\d+)(?:\.post\d+)?[\"']?$")
-COPY_RE = re.compile(r"(?im)^[ \t]*(?:COPY|ADD)[ \t]+(?P<args>.+)$")
-FROM_RE = re.compile(r"(?im)^[ \t]*FROM[ \t]+(?:--platform=\S+[ \t]+)?(?P<image>\S+)")
-VLLM_PIN_RE = re.compile(r"(?<![\w./-])vllm(?:\[[\w,\s-]+\])?\s*==\s*(\d+\.\d+\.\d+)(?:\.post\d+)?(?![\w.])")
-CONFIG_NAME_RE = re.compile(r"[\w./-]+\.(?:ya?ml|json)\b")
+EMBEDDED_RE = lazy_re(r"(?:^|[_.-])vllm[_-]?v?(\d+)\.(\d+)\.(\d+)(?!\d)", re.I)
+RELEASE_VALUE_RE = lazy_re(r"^[\"']?(?:vllm\s*==\s*)?v?(\d+\.\d+\.\d+)(?:\.post\d+)?[\"']?$")
+COPY_RE = lazy_re(r"(?im)^[ \t]*(?:COPY|ADD)[ \t]+(?P<args>.+)$")
+FROM_RE = lazy_re(r"(?im)^[ \t]*FROM[ \t]+(?:--platform=\S+[ \t]+)?(?P<image>\S+)")
+VLLM_PIN_RE = lazy_re(r"(?<![\w./-])vllm(?:\[[\w,\s-]+\])?\s*==\s*(\d+\.\d+\.\d+)(?:\.post\d+)?(?![\w.])")
+CONFIG_NAME_RE = lazy_re(r"[\w./-]+\.(?:ya?ml|json)\b")
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "site-packages"}
 MAX_SCAN = 4000          # files looked at under one repository root
 
@@ -83,12 +84,12 @@ def platform_build(image: str | None) -> str:
 def platform_release(image: str | None) -> tuple[int, int, int] | None:
     """The vLLM release a platform build's tag names itself (`..._vllm_0.9.1_...`), else None."""
     ref = parse_image(image)
-    m = EMBEDDED_RE.search(ref.tag or "") if ref is not None else None
+    m = EMBEDDED_RE().search(ref.tag or "") if ref is not None else None
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
 def _release(text: str) -> tuple[int, int, int] | None:
-    m = RELEASE_VALUE_RE.match(text.strip())
+    m = RELEASE_VALUE_RE().match(text.strip())
     return parse_version(m.group(1)) if m else None
 
 
@@ -118,6 +119,7 @@ class Repo:
         self._texts: dict[Path, str | None] = {}
         self._copies: dict[Path, list] | None = None
         self._kinds: dict[str, list[Path]] = {}     # dockerfiles/workflows/composes, listed once
+        self._existing: dict[tuple[Path, str], Path | None] = {}
 
     def files(self) -> list[Path]:
         if self._files is None:
@@ -129,6 +131,15 @@ class Repo:
                     break
             self._files = found
         return self._files
+
+    def existing(self, base: Path, name: str) -> Path | None:
+        """(base / name).resolve() when it is a file, else None: asked per launch and per name a
+        launcher mentions (`config.yaml` in every file of a folder), answered once."""
+        key = (base, name)
+        if key not in self._existing:
+            path = (base / name).resolve()
+            self._existing[key] = path if path.is_file() else None
+        return self._existing[key]
 
     def text(self, path: Path) -> str | None:
         if path not in self._texts:
@@ -159,7 +170,7 @@ class Repo:
                 text = self.text(dockerfile)
                 if not text:
                     continue
-                for m_order, m in enumerate(COPY_RE.finditer(text)):
+                for m_order, m in enumerate(COPY_RE().finditer(text)):
                     if any(w.startswith("--from") for w in m.group("args").split()):
                         continue
                     words = [w.strip("\"'") for w in m.group("args").replace("[", " ").replace("]", " ")
@@ -205,7 +216,7 @@ def repo_root(path: Path, fallback: Path) -> Path:
 def dockerfile_release(text: str, display: str, extra_images: tuple[str, ...]) -> tuple:
     """(release, why, platform reason) of the image a Dockerfile builds: its vLLM base image's
     release, else its one `vllm==X` pin; a platform base: (None, "", why)."""
-    froms = [m.group("image") for m in FROM_RE.finditer(text)]
+    froms = [m.group("image") for m in FROM_RE().finditer(text)]
     stages = {m.group(1).lower() for m in re.finditer(r"(?im)^[ \t]*FROM[ \t]+\S+[ \t]+AS[ \t]+(\S+)", text)}
     final = next((f for f in reversed(froms) if f.lower() not in stages), None)
     if final is not None:
@@ -218,7 +229,7 @@ def dockerfile_release(text: str, display: str, extra_images: tuple[str, ...]) -
         found = _image_release(final, extra_images)
         if found is not None:
             return found, f"image {final} in {display}", ""
-    pins = {parse_version(v) for v in VLLM_PIN_RE.findall(text)}
+    pins = {parse_version(v) for v in VLLM_PIN_RE().findall(text)}
     if len(pins) == 1:
         release = next(iter(pins))
         return release, f"pin vllm=={fmt(release)} in {display}", ""
@@ -279,7 +290,7 @@ def _set(launch: Launch, release, why: str) -> bool:
 
 
 def _directive(launch: Launch) -> bool:
-    m = DIRECTIVE_RE.search(launch.file.text)
+    m = DIRECTIVE_RE().search(launch.file.text)
     if m is None:
         return False
     try:
@@ -405,15 +416,15 @@ def _config_names(text: str):
     needs one, and the search tries every offset of the text: most scripts name no config)."""
     if ".yml" not in text and ".yaml" not in text and ".json" not in text:
         return ()
-    return CONFIG_NAME_RE.finditer(text)
+    return CONFIG_NAME_RE().finditer(text)
 
 
 def _named_config(launch: Launch, repo: Repo, extra_images) -> bool:
     """A config file the launcher names whose `image:` is a vLLM image of a release."""
     for m in _config_names(launch.file.text):
         for base in (launch.file.path.parent, repo.root):
-            path = (base / m.group(0)).resolve()
-            if not path.is_file():
+            path = repo.existing(base, m.group(0))
+            if path is None:
                 continue
             config = repo.text(path) or ""
             found = []

@@ -5,7 +5,7 @@ Imports knowledge and model only; the lint pipeline and everything above may imp
 
 Content of one kind inside a file of another (shell in YAML, a heredoc, a ConfigMap's script) goes
 through one door, `embedded.py`: front ends import it, never each other, and register their
-readers there when imported. The front ends are imported here, so the door's table is full
-whatever module of this package a caller imports first.
+readers there when imported; the door imports a front end the first time its kind is asked for
+(`embedded.HOMES`). Nothing is imported here: a one-file check loads only the front ends its
+file needs (docs/development/startup.md).
 """
-from . import dockerfile, heredoc, pythonfile, recipes, shellscan, yamlfile  # noqa: F401  (they register with the door)

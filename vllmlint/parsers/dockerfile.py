@@ -41,6 +41,9 @@ class Instruction:
 
 _KEYWORD_RE = re.compile(r"(\S+)\s*")
 HEREDOC_RE = re.compile(r"<<(-?)\s*([\"']?)([A-Za-z_][\w]*)\2")
+# a JSON string of an exec form as far as its closing quote: a backslash escapes any one character
+# (what json.loads then accepts is its business); one match instead of a loop per character
+_JSON_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 
 
 def instructions(text: str) -> list[Instruction]:
@@ -117,11 +120,10 @@ def exec_form(ins: Instruction, file: SourceFile) -> list[Arg] | None:
             return out if not s[i + 1:].strip() else None
         if i >= len(s) or s[i] != '"':
             return None
-        j = i + 1
-        while j < len(s) and s[j] != '"':
-            j += 2 if s[j] == "\\" else 1
-        if j >= len(s):
+        m = _JSON_STRING_RE.match(s, i)       # to the closing quote, stepping over escapes
+        if m is None:
             return None
+        j = m.end() - 1
         try:
             value = json.loads(s[i:j + 1])
         except ValueError:

@@ -8,9 +8,11 @@ reads it on the outer file's own text (everything else blanked, so every offset,
 is the outer file's) and what it finds comes back bound to the outer file.
 
 Front ends import this module, never each other: each registers its readers here when it is
-imported (`register`, `register_shell`), and `vllmlint/parsers/__init__.py` imports every front
-end, so the table is full whatever a caller imported first. A new embedding is a call of
-`read()`; a new kind is one `register()` in its front end.
+imported (`register`, `register_shell`). The door imports a front end the first time content of
+its kind arrives (`HOMES`), so the table is full whatever a caller imported first, and a one-file
+check imports only the front ends that file needs (no YAML library for a Dockerfile: start-up,
+docs/development/startup.md). A new embedding is a call of `read()`; a new kind is one
+`register()` in its front end and its module named in `HOMES`.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from collections.abc import Callable
 
 from ..model.launch import AppendSite, EnvEntry, ParsedFile, ParseError, SourceFile
 from ..model.record import field, record, replace
+from ..model.lazyre import lazy_re
 
 
 @record
@@ -39,6 +42,26 @@ Reader = Callable[[SourceFile, int, int, Inherited], ParsedFile]
 _READERS: dict[str, Reader] = {}
 # the shell front end's fragment readers (an offset map per character, not a blanked view)
 _SHELL: dict[str, Callable] = {}
+# kind -> the front end (a module of this package) that registers its reader when imported
+HOMES = {"yaml": "yamlfile", "dockerfile": "dockerfile", "python": "pythonfile", "shell": "shellscan",
+         "apptainer": "heredoc"}
+
+
+def _reader(kind: str) -> Reader | None:
+    """The reader of `kind`, its front end imported on first use; None: no such kind."""
+    reader = _READERS.get(kind)
+    if reader is None and kind in HOMES:
+        import importlib
+
+        importlib.import_module(f"{__package__}.{HOMES[kind]}")
+        reader = _READERS.get(kind)
+    return reader
+
+
+def _shell(name: str) -> Callable:
+    if not _SHELL:
+        _reader("shell")
+    return _SHELL[name]
 
 
 class Shift:
@@ -63,22 +86,24 @@ def register_shell(scan: Callable, words: Callable) -> None:
 
 
 def kinds() -> list[str]:
+    for kind in HOMES:
+        _reader(kind)
     return sorted(_READERS)
 
 
 def scan_shell(file: SourceFile, text: str, omap=None, **context):
     """A shell fragment (a YAML string, a RUN line, a Python string given to a shell): its launches
     and env (parsers.shellscan.ShellScan)."""
-    return _SHELL["scan"](file, text, omap, **context)
+    return _shell("scan")(file, text, omap, **context)
 
 
 def split_words(file: SourceFile, text: str, omap):
-    return _SHELL["words"](file, text, omap)
+    return _shell("words")(file, text, omap)
 
 
-PYTHON_HINT_RE = re.compile(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]|import[ \t]+[\w.]+|def[ \t]+\w+\(|"
+PYTHON_HINT_RE = lazy_re(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]|import[ \t]+[\w.]+|def[ \t]+\w+\(|"
                             r"if __name__ == |@\w+)", re.M)
-SHELL_HINT_RE = re.compile(r"^(?:set -\w+|exec[ \t]|export[ \t]+\w+=|\w+=\S*$|echo[ \t]|cd[ \t]|"
+SHELL_HINT_RE = lazy_re(r"^(?:set -\w+|exec[ \t]|export[ \t]+\w+=|\w+=\S*$|echo[ \t]|cd[ \t]|"
                            r"(?:\S*/)?(?:vllm|python[\d.]*|uv|docker|podman)[ \t])", re.M)
 
 
@@ -107,9 +132,9 @@ def guess_kind(text: str, name: str = "") -> str | None:
         return "yaml"
     if re.match(r"FROM\s+\S", head):              # (lower case: Python's `from x import y`)
         return "dockerfile"
-    if PYTHON_HINT_RE.search(head):
+    if PYTHON_HINT_RE().search(head):
         return "python"
-    if SHELL_HINT_RE.search(head):
+    if SHELL_HINT_RE().search(head):
         return "shell"
     return None
 
@@ -128,7 +153,7 @@ def read(file: SourceFile, kind: str | None, start: int, end: int,
     inherited = inherited or Inherited()
     if kind is None:
         kind = guess_kind(file.text[start:end], name)
-    reader = _READERS.get(kind or "")
+    reader = _reader(kind or "")
     if reader is None:
         return None
     view = SourceFile(file.path, file.display, blanked(file.text, start, end), file.kind, file.bom)
@@ -145,7 +170,7 @@ def read_view(file: SourceFile, kind: str, text: str, inherited: Inherited | Non
     """Read `text`, a same-length stand-in for all of file.text (a template with its directives
     blanked), as `kind`; what is found comes back bound to `file`. A whole file that does not
     parse raises the reader's ParseError (`path:line: why`), as the file itself would."""
-    reader = _READERS.get(kind)
+    reader = _reader(kind)
     if reader is None or len(text) != len(file.text):
         return None
     inherited = inherited or Inherited()

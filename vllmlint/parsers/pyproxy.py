@@ -40,6 +40,7 @@ import re
 from pathlib import PurePosixPath
 
 from ..model.launch import PROXY, Arg, Launch, ParsedFile, SourceFile
+from ..model.lazyre import lazy_re
 
 # app constructor -> (framework label, the modules that provide it)
 APP_CLASSES = {
@@ -54,11 +55,11 @@ HTTP_METHODS = {"post", "stream", "request", "send"}
 HTTP_MODULES = ("httpx", "aiohttp", "requests")
 KV_KEY = "kv_transfer_params"
 # a client's conversation id (not an HTTP client session: `aiohttp.ClientSession() as session`)
-SESSION_RE = re.compile(r"conversation|sess(?:ion)?[_\-]?(?:id|key)|conv[_\-]?id|chat[_\-]?id|thread[_\-]?id"
-                        r"|dialog(?:ue)?[_\-]?id", re.I)
-TOKEN_RE = re.compile(r"token_ids|tokeniz|apply_chat_template|input_ids", re.I)
-SIDE_RE = re.compile(r"(prefill|decode)", re.I)     # `prefiller`, `decoder` too
-HOSTPORT_RE = re.compile(r"^(?:https?://)?(?P<host>[A-Za-z0-9_.\-]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d{1,5}))?(?:/\S*)?$")
+SESSION_RE = lazy_re(r"conversation|sess(?:ion)?[_\-]?(?:id|key)|conv[_\-]?id|chat[_\-]?id|thread[_\-]?id"
+                     r"|dialog(?:ue)?[_\-]?id", re.I)
+TOKEN_RE = lazy_re(r"token_ids|tokeniz|apply_chat_template|input_ids", re.I)
+SIDE_RE = lazy_re(r"(prefill|decode)", re.I)     # `prefiller`, `decoder` too
+HOSTPORT_RE = lazy_re(r"^(?:https?://)?(?P<host>[A-Za-z0-9_.\-]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d{1,5}))?(?:/\S*)?$")
 STORE_METHODS = {"set", "put", "setdefault", "setex", "hset", "add", "__setitem__"}
 
 
@@ -200,7 +201,7 @@ class _Reader:
         owners = [self.tree] + [n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for owner in owners:
             kv = self._tainted(owner, None, KV_KEY)
-            sess = self._tainted(owner, SESSION_RE, None)
+            sess = self._tainted(owner, SESSION_RE(), None)
             for node in ast.walk(owner):
                 pairs = []
                 if isinstance(node, ast.Assign):
@@ -215,18 +216,18 @@ class _Reader:
                         continue             # `req["kv_transfer_params"] = ...`: attaching, not storing
                     if not any(self._mentions(v, kv, None, KV_KEY) for v in values):
                         continue
-                    if self._mentions(key, sess, SESSION_RE):
+                    if self._mentions(key, sess, SESSION_RE()):
                         return node.lineno, ast.unparse(key)
         return None
 
     def token_aware(self) -> bool:
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Name) and TOKEN_RE.search(node.id):
+            if isinstance(node, ast.Name) and TOKEN_RE().search(node.id):
                 return True
-            if isinstance(node, ast.Attribute) and TOKEN_RE.search(node.attr):
+            if isinstance(node, ast.Attribute) and TOKEN_RE().search(node.attr):
                 return True
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.prose \
-                    and TOKEN_RE.search(node.value):
+                    and TOKEN_RE().search(node.value):
                 return True
         return False
 
@@ -249,7 +250,7 @@ class _Reader:
                 if isinstance(sub, ast.Constant) and not isinstance(sub.value, bool) and (
                         isinstance(sub.value, int) if kind == "ports" else isinstance(sub.value, str)):
                     text = str(sub.value)
-                    hm = HOSTPORT_RE.match(text) if kind == "hosts" else None
+                    hm = HOSTPORT_RE().match(text) if kind == "hosts" else None
                     if hm:             # `http://prefill:8000/v1` -> `prefill:8000`
                         text = hm.group("host") + (":" + hm.group("port") if hm.group("port") else "")
                     self.split_sides[side][kind].append(text)
@@ -258,7 +259,7 @@ class _Reader:
         def take(name: str | None, value, option: bool = False) -> None:
             if not name or value is None:
                 return
-            m = SIDE_RE.search(name)
+            m = SIDE_RE().search(name)
             if not m:
                 return
             side = m.group(1).lower()
@@ -267,7 +268,7 @@ class _Reader:
             for sub in ast.walk(value):
                 if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
                     for part in re.split(r"[\s,]+", sub.value.strip()):
-                        hm = HOSTPORT_RE.match(part)
+                        hm = HOSTPORT_RE().match(part)
                         if not hm or not (hm.group("port") or part.startswith("http")):
                             continue
                         host = hm.group("host")

@@ -35,7 +35,10 @@ Version = tuple  # (major, minor, patch)
 HELP_FLAGS = {"--help": 0, "-h": 0}     # argparse adds them to every parser
 
 
+@lru_cache(maxsize=4096)
 def vkey(text: str) -> tuple[int, int, int]:
+    # asked for the same few release names thousands of times a run (every removal record of
+    # the history, every catalogue version): parsed once each (a tuple: nothing to share wrongly)
     return parse_version(text)
 
 
