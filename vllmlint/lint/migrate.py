@@ -298,6 +298,14 @@ def silent_changes(candidates, target: tuple[int, int, int], cache=None, helm_va
     return sorted(findings, key=lambda f: f.sort_key())
 
 
+def incremental() -> bool:
+    """False with VLLMLINT_MIGRATE=full: every step the whole way, as before issue 34 (the
+    reference tests/test_migrate_incremental.py compares the incremental chain with)."""
+    import os
+
+    return os.environ.get("VLLMLINT_MIGRATE", "").strip().lower() != "full"
+
+
 def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, options: dict | None = None,
               helm_values: dict | None = None, cache=None, hold=None) -> Chain:
     """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last.
@@ -308,6 +316,14 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
     from .registry import selected_rules
 
     cache = cache if cache is not None else ParseCache()   # a step re-parses only what the one before changed
+    if incremental():
+        # a step's edited texts were parsed back natively when the step wrote them: the next
+        # pass or step does not check them again as its `before`
+        if cache.native is None:
+            cache.native = {}
+        # no --unsafe-fixes here and no "hidden fixes" line: no rule need build an unsafe fix
+        # (rules/vl302's NO_UNSAFE_FIXES: its speculative fold re-parses a file per launch)
+        options = {**(options or {}), "no_unsafe_fixes": True}
     texts: dict = {}
     originals: dict = {}
     fixed_all: list = []
