@@ -311,9 +311,7 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
     """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last.
     `options`: rule options (`keep_defaults`: VL307 pins today's defaults). `hold(launch) ->
     reason`: launches whose fixes wait (requirements.blocked_launches: a blocked environment)."""
-    from .engine import Outcome, check_and_fix
     from .project import ParseCache
-    from .registry import selected_rules
 
     cache = cache if cache is not None else ParseCache()   # a step re-parses only what the one before changed
     if incremental():
@@ -324,6 +322,19 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
         # no --unsafe-fixes here and no "hidden fixes" line: no rule need build an unsafe fix
         # (rules/vl302's NO_UNSAFE_FIXES: its speculative fold re-parses a file per launch)
         options = {**(options or {}), "no_unsafe_fixes": True}
+    from contextlib import nullcontext
+
+    from .release_links import keep_repos
+
+    # nothing is written before the chain ends: each repository's files are read once
+    with keep_repos() if incremental() else nullcontext():
+        return _steps(candidates, steps, post_edits, options, helm_values, cache, hold)
+
+
+def _steps(candidates, steps, post_edits, options, helm_values, cache, hold) -> Chain:
+    from .engine import Outcome, check_and_fix
+    from .registry import selected_rules
+
     texts: dict = {}
     originals: dict = {}
     fixed_all: list = []

@@ -118,7 +118,7 @@ def options(launch: Launch, cat: Catalogue) -> list[Opt]:
 
 # per launch: the last releases' readings and what each rests on, ((signature, options), ...)
 _LAST = PerLaunch()
-READINGS_KEPT = 4
+READINGS_KEPT = 2
 
 
 def _signature(launch: Launch, cat: Catalogue) -> tuple:
