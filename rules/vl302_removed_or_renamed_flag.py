@@ -24,6 +24,9 @@ SHELL_KINDS = {"shell", "dockerfile", "makefile", "justfile"}
 
 
 FOLD = "fold the speculative flags into --speculative-config"
+# A run option (Rule.options): the run neither applies an unsafe fix nor says that one exists
+# (migrate: no --unsafe-fixes, no "hidden fixes" line), so the fold need not be built.
+NO_UNSAFE_FIXES = "no_unsafe_fixes"
 
 
 def speculative_fix(launch, target) -> Fix | None:
@@ -319,7 +322,9 @@ class RemovedOrRenamedFlag(Rule):
                 continue
             if name in SPECULATIVE and "--speculative-config" in cat.options:
                 fix = None
-                if id(launch) not in speculative_done:        # one edit set per launch, on its first flag
+                # migrate applies no unsafe fix and counts none (NO_UNSAFE_FIXES): the fold, a
+                # re-parse of the file per launch, would be built and dropped at every step
+                if id(launch) not in speculative_done and not self.options.get(NO_UNSAFE_FIXES):
                     speculative_done.add(id(launch))
                     if folds is None:
                         folds = speculative_fixes(

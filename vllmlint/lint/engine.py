@@ -345,7 +345,8 @@ def _reparse_error(source: SourceFile, text: str, before, cache: ParseCache) -> 
         return "a --kv-transfer-config value would no longer be valid JSON"
     from .parseback import native_error
 
-    native = native_error(source.kind, source.path, source.text, text)     # its own language's parser too
+    # its own language's parser too (cache.native: the answers a migrate chain keeps per path)
+    native = native_error(source.kind, source.path, source.text, text, getattr(cache, "native", None))
     if native:
         return native
     if after is not None:

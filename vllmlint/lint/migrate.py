@@ -317,16 +317,43 @@ def silent_changes(candidates, target: tuple[int, int, int], cache=None, helm_va
     return sorted(findings, key=lambda f: f.sort_key())
 
 
+def incremental() -> bool:
+    """False with VLLMLINT_MIGRATE=full: every step the whole way, as before issue 34 (the
+    reference tests/test_migrate_incremental.py compares the incremental chain with)."""
+    import os
+
+    return os.environ.get("VLLMLINT_MIGRATE", "").strip().lower() != "full"
+
+
 def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, options: dict | None = None,
               helm_values: dict | None = None, cache=None, hold=None) -> Chain:
     """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last.
     `options`: rule options (`keep_defaults`: VL307 pins today's defaults). `hold(launch) ->
     reason`: launches whose fixes wait (requirements.blocked_launches: a blocked environment)."""
-    from .engine import Outcome, check_and_fix
     from .project import ParseCache
-    from .registry import selected_rules
 
     cache = cache if cache is not None else ParseCache()   # a step re-parses only what the one before changed
+    if incremental():
+        # a step's edited texts were parsed back natively when the step wrote them: the next
+        # pass or step does not check them again as its `before`
+        if cache.native is None:
+            cache.native = {}
+        # no --unsafe-fixes here and no "hidden fixes" line: no rule need build an unsafe fix
+        # (rules/vl302's NO_UNSAFE_FIXES: its speculative fold re-parses a file per launch)
+        options = {**(options or {}), "no_unsafe_fixes": True}
+    from contextlib import nullcontext
+
+    from .release_links import keep_repos
+
+    # nothing is written before the chain ends: each repository's files are read once
+    with keep_repos() if incremental() else nullcontext():
+        return _steps(candidates, steps, post_edits, options, helm_values, cache, hold)
+
+
+def _steps(candidates, steps, post_edits, options, helm_values, cache, hold) -> Chain:
+    from .engine import Outcome, check_and_fix
+    from .registry import selected_rules
+
     texts: dict = {}
     originals: dict = {}
     fixed_all: list = []

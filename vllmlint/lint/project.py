@@ -124,6 +124,9 @@ class ParseCache:
         # path -> (text, parsed, each launch's own env, each entry's own launches). The kind is
         # no part of the key: discovery gives a path and text one kind (a parser may refine it).
         self._by_path: dict[Path, tuple[str, ParsedFile, list, list]] = {}
+        # path -> (text, its native parse check's answer) when the caller keeps them
+        # (parseback.native_error's memo; a migrate chain sets it), else None
+        self.native: dict | None = None
 
     def __len__(self) -> int:
         return len(self._by_path)

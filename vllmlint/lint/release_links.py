@@ -250,6 +250,26 @@ def _line_of(text: str, at: int) -> int:
 # --------------------------------------------------------------------------------------------
 # Following the links
 # --------------------------------------------------------------------------------------------
+# root -> Repo kept across the loads of a run that does not write before it ends (a migrate
+# chain: every pass of every step loads the project again, the files on disk stay as they
+# were), else None: each load reads the repositories again. Set by keep_repos().
+KEPT_REPOS: dict | None = None
+
+
+class keep_repos:
+    """While active, follow_links reads each repository's files on disk once, not once per load."""
+
+    def __enter__(self):
+        global KEPT_REPOS
+        self.before, KEPT_REPOS = KEPT_REPOS, {}
+        return self
+
+    def __exit__(self, *exc):
+        global KEPT_REPOS
+        KEPT_REPOS = self.before
+        return False
+
+
 def follow_links(project, extra_images: tuple[str, ...] = ()) -> None:
     """Set the release of launches `assign_releases` left unknown, through explicit links."""
     unknown = [l for l in project.launches if l.release is None and _followable(l)]
@@ -257,7 +277,7 @@ def follow_links(project, extra_images: tuple[str, ...] = ()) -> None:
         return
     sources = project.sources
     fallback = _common_root([s.path for s in sources])
-    repos: dict[Path, Repo] = {}
+    repos: dict[Path, Repo] = KEPT_REPOS if KEPT_REPOS is not None else {}
     root_of = _root_finder(fallback)
     for launch in unknown:
         if _directive(launch):

@@ -105,18 +105,20 @@ def options(launch: Launch, cat: Catalogue) -> list[Opt]:
     # the same launch read by another release (each step of a migration, VL307's today):
     # the tokens split the same way when every option name resolves the same
     sig = _signature(launch, cat)
-    last = _LAST.peek(launch)
-    if last is not None and last[0] == sig:
-        out = last[1]
-    else:
+    last = _LAST.peek(launch) or ()
+    out = next((o for s, o in last if s == sig), None)
+    if out is None:
         out = _options(launch, cat)
-        _LAST.put(launch, (sig, out))
+        # newest first; a few kept: a migration step reads each launch with the step's release
+        # and (VL307) with the release it runs today, which would evict each other with one
+        _LAST.put(launch, ((sig, out),) + last[:READINGS_KEPT - 1])
     _CACHE[key] = (launch, cat, out)
     return out
 
 
-# per launch: the last release's reading and what it rests on, (signature, options)
+# per launch: the last releases' readings and what each rests on, ((signature, options), ...)
 _LAST = PerLaunch()
+READINGS_KEPT = 2
 
 
 def _signature(launch: Launch, cat: Catalogue) -> tuple:
