@@ -81,7 +81,7 @@ from vllmlint.lint import release_links
 shellscan.only_statement = t.only_statement_reference
 release_links.Repo._listed = lambda self, kind, keep: [p for p in self.files() if keep(p)]
 release_links._root_finder = lambda fallback: (lambda path: release_links.repo_root(path, fallback))
-release_links._config_names = release_links.CONFIG_NAME_RE.finditer
+release_links._config_names = release_links.CONFIG_NAME_RE().finditer
 from vllmlint.cli import main
 sys.argv[0] = "vllmlint"
 main()
