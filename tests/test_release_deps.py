@@ -253,3 +253,70 @@ def test_a_publishers_own_build_is_not_read_as_a_mirror(image, release):
 
     assert release_from_image(image) == release
     assert ("its tags are not vLLM's releases" in unnamed_release(image)) == (release is None)
+
+
+def test_requirements_pin_reaches_scripts_folders_below_it(tmp_path):
+    """A launch runs the environment of the nearest requirements file above its folder, however
+    deep: scripts/experimental/serve.sh under ./requirements.txt (found as a user on
+    JamesFincher/vllm-server-config: a script two folders down read as of unknown release, so
+    migrate removed its VLLM_USE_V1=0 while the blocked pin kept vLLM 0.10.0). A requirements
+    file in a sibling folder says nothing of it; a nearer one wins."""
+    (tmp_path / "requirements.txt").write_text("vllm==0.10.0\n")
+    for rel in ("scripts/experimental/serve.sh", "a/b/c/serve.sh", "tools/serve.sh", "near/x/serve.sh"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("#!/bin/sh\nvllm serve m --port 8000\n")
+    (tmp_path / "near" / "requirements.txt").write_text("vllm==0.11.0\n")
+    (tmp_path / "sibling").mkdir()
+    (tmp_path / "sibling" / "requirements.txt").write_text("vllm==0.9.0\n")
+    lines = {line.split(":")[0]: line for line in run(["launches", "."], tmp_path).output.splitlines() if line}
+    for rel in ("scripts/experimental/serve.sh", "a/b/c/serve.sh", "tools/serve.sh"):
+        assert "release 0.10.0 from pin vllm==0.10.0" in lines[rel], lines[rel]
+    assert "release 0.11.0 from pin vllm==0.11.0 in near/requirements" in lines["near/x/serve.sh"]
+
+
+def test_deep_script_under_a_blocked_pin_keeps_its_config(tmp_path):
+    """The deep script's fixes wait with the blocked pin, as a script next to it would."""
+    (tmp_path / "requirements.txt").write_text("vllm==0.10.0\ntransformers==4.40.0\n")
+    script = tmp_path / "scripts" / "experimental" / "serve_v0.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\nexport VLLM_USE_V1=0\nvllm serve m --port 8000\n")
+    before = snapshot(tmp_path)
+    result = run(["migrate", "--to", "0.30.0", "."], tmp_path)
+    assert snapshot(tmp_path) == before, result.output
+    assert "its vLLM pin is not bumped" in result.output, result.output
+
+
+def test_deep_script_moves_with_its_pin(tmp_path):
+    """Neighbour: the same script under a pin that resolves: the pin and the script move together."""
+    (tmp_path / "requirements.txt").write_text("vllm==0.10.0\n")
+    script = tmp_path / "scripts" / "experimental" / "serve_v0.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\nexport VLLM_USE_V1=0\nvllm serve m --port 8000\n")
+    result = run(["migrate", "--to", "0.30.0", "."], tmp_path)
+    assert (tmp_path / "requirements.txt").read_text() == "vllm==0.30.0\n", result.output
+    assert script.read_text() == "#!/bin/sh\nvllm serve m --port 8000\n", result.output
+
+
+def test_requirements_pin_is_the_hosts_not_a_containers(tmp_path):
+    """A GitHub Actions `run:` step runs on the runner, in the environment a requirements file
+    pins; a Kubernetes manifest or custom resource beside the same file runs a container, whose
+    release that file does not say (found on vllm-project/production-stack: a VLLMRuntime's
+    `extraArgs` two folders under requirements-test.txt read as running its vllm==0.13.0)."""
+    (tmp_path / "requirements-test.txt").write_text("vllm==0.13.0\n")
+    wf = tmp_path / ".github" / "workflows" / "e2e.yml"
+    wf.parent.mkdir(parents=True)
+    wf.write_text("on: push\njobs:\n  e2e:\n    runs-on: ubuntu-latest\n    steps:\n"
+                  "      - run: pip install -r requirements-test.txt\n"
+                  "      - run: vllm serve facebook/opt-125m --port 8001 &\n")
+    k8s = tmp_path / "deploy" / "k8s" / "serve.yaml"
+    k8s.parent.mkdir(parents=True)
+    k8s.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: s\nspec:\n  template:\n    spec:\n"
+                   "      containers:\n        - name: vllm\n          command: [vllm, serve, m, --port, '8000']\n")
+    (tmp_path / "cr.yaml").write_text("apiVersion: production-stack.vllm.ai/v1alpha1\nkind: VLLMRuntime\n"
+                                      "metadata:\n  name: r\nspec:\n  vllmConfig:\n    extraArgs:\n"
+                                      "      - \"--max-num-seqs\"\n      - \"8\"\n")
+    out = run(["launches", "."], tmp_path).output
+    lines = {line.split(":")[0]: line for line in out.splitlines() if line}
+    assert "release 0.13.0 from pin vllm==0.13.0" in lines[".github/workflows/e2e.yml"], out
+    assert "release 0.13.0" not in lines["deploy/k8s/serve.yaml"], out
+    assert all("release 0.13.0" not in line for name, line in lines.items() if name == "cr.yaml"), out

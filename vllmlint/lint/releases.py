@@ -77,6 +77,21 @@ def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> st
     return f"image {image}: its tag names no vLLM release"
 
 
+HOST_KINDS = frozenset({"shell", "python", "make", "just"})
+
+
+def runs_host_environment(launch) -> bool:
+    """Whether a launch runs the Python environment of the repository it is in (so a
+    requirements file above it says its release): a script, a Python launcher, a make or just
+    recipe, a GitHub Actions `run:` step (on the runner, after `pip install`). A Kubernetes
+    manifest, a custom resource or a compose service runs a container: a requirements file
+    next to it says nothing of that image."""
+    if launch.file.kind in HOST_KINDS:
+        return True
+    parent = launch.file.path.parent
+    return launch.file.kind == "yaml" and parent.name == "workflows" and parent.parent.name == ".github"
+
+
 def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
     """Set `launch.release` (a version tuple or None) and `launch.release_from` (why) on every
     launch of `project`."""
@@ -108,6 +123,8 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
                 kubeai = kubeai_server_release(project, extra_images)
             launch.release, launch.release_from = kubeai
             continue
+        if not runs_host_environment(launch):
+            continue
         folder = launch.file.path.parent
         while True:
             pins = requirement_pins.get(folder)
@@ -116,7 +133,9 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
                     launch.release = next(iter(pins))
                     launch.release_from = f"pin vllm=={fmt(launch.release)} in {folder.name or '.'}/requirements"
                 break
-            if folder.parent == folder or not any(p.is_relative_to(folder.parent) for p in requirement_pins):
+            # up to the nearest requirements folder above it: scripts/run/serve.sh runs the
+            # environment of ./requirements.txt as much as scripts/serve.sh does
+            if folder.parent == folder or not any(folder.parent.is_relative_to(p) for p in requirement_pins):
                 break
             folder = folder.parent
     follow_links(project, extra_images)     # where the repository links the launch to a release

@@ -33,6 +33,7 @@ from pathlib import Path
 from ..knowledge.images import parse_image, parse_tag
 from ..knowledge.versions import parse_version
 from ..model.launch import KUBEAI_VIA, Launch, Named, SourceFile
+from .releases import runs_host_environment
 
 # `(?:(?<=:-)|...)`: also the default of `${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}` (compose, shell)
 IMAGE_TAG_RE = re.compile(
@@ -498,7 +499,7 @@ def _environment_pins(launch: Launch, requirements: dict[Path, list[SourceFile]]
     while True:
         if folder in requirements:
             return requirements[folder]
-        if folder.parent == folder or not any(_under(p, folder.parent) for p in requirements):
+        if folder.parent == folder or not any(_under(folder.parent, p) for p in requirements):
             return []
         folder = folder.parent
 
@@ -537,7 +538,7 @@ def trace(project) -> tuple[list[Named], list[Named]]:
                 for req in reqs:
                     if _installed_by(launch.file, req):
                         env_of.setdefault(req.path, []).append(launch)
-        elif not launch.image and not launch.via.startswith(KUBEAI_VIA):
+        elif not launch.image and not launch.via.startswith(KUBEAI_VIA) and runs_host_environment(launch):
             for req in _environment_pins(launch, requirements):
                 env_of.setdefault(req.path, []).append(launch)
     code_cache: dict = {}
