@@ -32,7 +32,7 @@ class Candidate:
     """A file to check: where it is, how it is reported, and what kind of file it is."""
     path: Path        # absolute
     display: str      # as reported: the argument joined with the relative path
-    kind: str         # dockerfile | yaml | shell | make | just | python | requirements | triton
+    kind: str         # dockerfile | yaml | shell | make | just | systemd | python | requirements | triton
     explicit: bool = False   # named on the command line (not found by walking a folder)
     unsaved: bool = False    # an editor buffer with no file on disk yet: read from the buffer alone
 
@@ -53,6 +53,8 @@ def classify(path: Path, head: bytes) -> str | None:
         return "make"
     if lower in ("justfile", ".justfile") or lower.endswith(".just"):
         return "just"
+    if lower.endswith(SYSTEMD_SUFFIXES):
+        return "systemd"        # a service unit: ExecStart= and Environment= (parsers/systemd.py)
     if lower.endswith(".py"):
         return "python"
     if re.match(r"^requirements.*\.(txt|in)$", lower):
@@ -84,6 +86,8 @@ def classify(path: Path, head: bytes) -> str | None:
     return None
 
 
+# systemd service units, and the copies a repository keeps to be installed (`vllm.service.example`)
+SYSTEMD_SUFFIXES = (".service", ".service.in", ".service.example", ".service.template", ".service.tmpl")
 # names that are documents or data even when they start like a script or a Dockerfile
 NOT_SCRIPT = (".md", ".rst", ".adoc", ".txt", ".json", ".html", ".csv", ".tsv", ".log", ".ipynb", ".xml",
               ".js", ".ts", ".go", ".rs", ".c", ".h", ".cpp", ".java", ".patch", ".diff", ".orig", ".rej")

@@ -26,14 +26,14 @@ VLLM_WORD = re.compile(r"(?<![\w.:/-])vllm(?![\w:/-])", re.I)    # `vllm serve`,
 def not_read(path: str) -> str:
     return (f"{path}: no launch: kind not recognised (not read): its name and first bytes match no kind vllmlint reads "
             f"(Dockerfile, YAML, a shell script by `.sh`/`.bash` or a shebang, Makefile, justfile, "
-            f"Python, requirements)")
+            f"systemd unit, Python, requirements)")
 
 
 def explain(source: SourceFile, gate: str | None) -> str:
     """One line: `path: no launch: WHY`. `gate`: why the file was not parsed (project.gate)."""
     if gate:
         return f"{source.display}: no launch: no marker (not parsed): {gate}"
-    reader = {"shell": _shell, "make": _shell, "just": _shell, "yaml": _yaml, "k8s": _yaml,
+    reader = {"shell": _shell, "make": _shell, "just": _shell, "systemd": _systemd, "yaml": _yaml, "k8s": _yaml,
               "compose": _yaml, "dockerfile": _dockerfile, "python": _python}.get(source.kind)
     said = reader(source) if reader else f"{source.kind}: read, never holds a launch"
     return f"{source.display}: no launch: {said}"
@@ -115,6 +115,19 @@ def _shell(source: SourceFile) -> str:
     if reasons:
         return head + ": " + _cap(reasons)
     return head + _mentions(source)
+
+
+def _systemd(source: SourceFile) -> str:
+    from ..parsers.systemd import COMMAND_KEYS, unit_settings
+
+    try:
+        found = [value for section, key, value in unit_settings(source.text)
+                 if section == "Service" and key in COMMAND_KEYS]
+    except Exception:           # the parser reported it already
+        return "systemd unit: could not be read"
+    reasons = [r for value in found if (r := command_reason(value.split()))]
+    head = f"systemd unit: {len(found)} command{'s' if len(found) != 1 else ''} in [Service] read, none runs vLLM"
+    return head + (": " + _cap(reasons) if reasons else _mentions(source))
 
 
 def _yaml(source: SourceFile) -> str:

@@ -88,14 +88,17 @@ def _yaml_error_c_first(text: str) -> str | None:
     migrate chain); VLLMLINT_MIGRATE=full is the reference without it."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", None)
-    if loader is None:
+    safe_c = getattr(yaml, "CSafeLoader", None)
+    if safe_c is None:
         return _yaml_error(text)
+    loader = safe_c(text)           # what yaml.safe_load_all does, on libyaml: only a safe loader here
     try:
-        for _ in yaml.load_all(text, Loader=loader):
-            pass
+        while loader.check_data():
+            loader.get_data()
     except Exception:
         return _yaml_error(text)
+    finally:
+        loader.dispose()
     return None
 
 
@@ -127,6 +130,9 @@ def checker(kind: str, path: Path):
         return _yaml_error
     if kind == "python":
         return _python_error
+    if kind == "systemd":
+        from ..parsers.systemd import unit_error
+        return unit_error
     return None
 
 

@@ -33,6 +33,9 @@ def parser_for(kind: str):
     if kind == "just":
         from ..parsers.recipes import parse_justfile
         return parse_justfile
+    if kind == "systemd":
+        from ..parsers.systemd import parse_systemd
+        return parse_systemd
     if kind == "python":
         from ..parsers.pythonfile import parse_python
         return parse_python

@@ -77,13 +77,13 @@ def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> st
     return f"image {image}: its tag names no vLLM release"
 
 
-HOST_KINDS = frozenset({"shell", "python", "make", "just"})
+HOST_KINDS = frozenset({"shell", "python", "make", "just", "systemd"})
 
 
 def runs_host_environment(launch) -> bool:
     """Whether a launch runs the Python environment of the repository it is in (so a
     requirements file above it says its release): a script, a Python launcher, a make or just
-    recipe, a GitHub Actions `run:` step (on the runner, after `pip install`). A Kubernetes
+    recipe, a systemd unit, a GitHub Actions `run:` step (on the runner, after `pip install`). A Kubernetes
     manifest, a custom resource or a compose service runs a container: a requirements file
     next to it says nothing of that image."""
     if launch.file.kind in HOST_KINDS:
