@@ -71,10 +71,15 @@ def test_exit_0_because_guarded_matches_everywhere(report):
 
 
 def test_streamed_answers_arrive_token_by_token_through_the_router(report):
-    """The router relays decode's stream: one event per generated token (vLLM emits one per
-    engine step), [DONE] at the end, no error event."""
+    """The router relays decode's stream as it comes: every generated token id arrives, in
+    several events (streamed, not gathered into one answer), [DONE] at the end, no error event.
+    Not "one event per token": vLLM's API server merges the deltas it has not sent yet into one
+    event when it lags behind the engine (its output collector), which a loaded 2-core CI
+    machine shows (2026-12-04: sixteen ids in fifteen events, one of three); that is vLLM's
+    pacing, the same with or without a router."""
     assert len(report["streams"]) == 2
     for row in report["streams"]:
         assert row["status"] == 200 and row["done"] and row["error"] is None, row
-        assert sum(row["token_events"]) == 16 and set(row["token_events"]) == {1}, row
-        assert row["first_event_s"] <= row["last_event_s"]
+        assert sum(row["token_events"]) == 16 and min(row["token_events"]) >= 1, row
+        assert len(row["token_events"]) >= 2, row          # streamed, not one gathered answer
+        assert row["first_event_s"] < row["last_event_s"], row
