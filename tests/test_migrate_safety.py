@@ -267,3 +267,53 @@ def test_config_format_is_no_config_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["migrate", "--to", "0.34.0", "--diff", "."], catch_exceptions=False)
     assert "+    image: vllm/vllm-openai:v0.34.0" in result.output
+
+
+BLOCK_SCALAR_STEP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: env
+data:
+  VLLM_ATTENTION_BACKEND: "FLASHINFER"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: x
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.16.0
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              exec vllm serve m \\
+              --gpu-memory-utilization \\
+              0.9 \\
+              --disable-log-requests
+          envFrom:
+            - configMapRef:
+                name: env
+"""
+
+
+def test_a_word_that_starts_its_line_keeps_the_lines_indentation(tmp_path):
+    """One step of a chain appends `--attention-backend` after the last word of a block-scalar
+    script (VL303); the next pass removes that word (VL302). The word starts its line, so the
+    blank before it is the indentation that keeps the line inside the block scalar: it stays
+    (it was taken with the word, the result did not parse back and the fix was refused, E001;
+    found on bench/gen_corpus2.py's manifests). The same for a shell script's continued line."""
+    (tmp_path / "a.yaml").write_text(BLOCK_SCALAR_STEP)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code != 2 and "E001" not in result.output, result.output
+    fixed = (tmp_path / "a.yaml").read_text()
+    assert "              0.9 \\\n              --attention-backend=FLASHINFER\n          envFrom:" in fixed, fixed
+    assert "--disable-log-requests" not in fixed
+    (tmp_path / "a.yaml").unlink()
+    script = tmp_path / "serve.sh"
+    script.write_text("#!/bin/sh\n# vllmlint: release=0.30.0\nvllm serve m \\\n    --disable-log-requests --port 8000\n")
+    CliRunner().invoke(main, ["check", "--fix", str(script)], catch_exceptions=False)
+    assert script.read_text() == "#!/bin/sh\n# vllmlint: release=0.30.0\nvllm serve m \\\n    --port 8000\n"

@@ -624,7 +624,9 @@ def remove_args(args: list[Arg]) -> list[Edit] | None:
             # folded YAML scalar or of a multi-line string: the line goes
             return [Edit(file, *whole_lines, "")]
         return None
-    blank = re.search(r"[ \t]+$", before)
+    # the blank before a word that starts its line is the line's indentation, not a separator:
+    # it stays (in a YAML block scalar it is what keeps the line inside the scalar)
+    blank = re.search(r"[ \t]+$", before) if before.strip() else None
     trailing = re.match(r"[ \t]+", after)
     if blank and trailing and after.strip() and len(trailing.group()) > len(blank.group()):
         return [Edit(file, s, e + trailing.end(), "")]      # `m --flag  > log`: one blank stays
