@@ -229,8 +229,8 @@ def explain(tmp_path: Path, files: dict[str, str], *args: str) -> list[str]:
 def test_explain_names_the_kind_gate(tmp_path):
     assert explain(tmp_path, {"notes.txt": "vllm serve m\n"}, "--explain") == [
         "notes.txt: no launch: kind not recognised (not read): its name and first bytes match no kind vllmlint "
-        "reads (Dockerfile, YAML, a shell script by `.sh`/`.bash` or a shebang, Makefile, justfile, Python, "
-        "requirements)"]
+        "reads (Dockerfile, YAML, a shell script by `.sh`/`.bash` or a shebang, Makefile, justfile, systemd unit, "
+        "Python, requirements)"]
 
 
 def test_explain_names_the_marker_gate(tmp_path):
