@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import filecmp
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,33 +21,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_corpus  # noqa: E402
-import gen_corpus2  # noqa: E402
+from compared_trees import HELM_SCHEMA_NOTE, SHARED, generate_corpora, trees  # noqa: E402
 
 CHAINS = [("--from", "0.8.0", "--to", "0.33.0"), ("--to", "0.30.0")]
-
-# Known, and not migrate's: Helm's schema validation lists a chart's errors in a different order
-# from run to run (aibrix's chart in ../shared/redteam); the note's line is compared, not its reason.
-HELM_SCHEMA_NOTE = re.compile(r"(Helm rendering with values\.yaml failed: values don't meet the specifications).*")
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("corpora")
-    gen_corpus.generate(root / "gen", {k: 6 for k in gen_corpus.KINDS})
-    gen_corpus2.generate(root / "gen2", {k: 6 for k in gen_corpus2.KINDS})
-    return {"gen": root / "gen", "gen2": root / "gen2"}
-
-
-def trees(generated) -> list[tuple[str, Path]]:
-    out = [("fixtures", ROOT / "fixtures"), *generated.items()]
-    for name, path in (("corpus", SHARED / "corpus" / "files"), ("redteam", SHARED / "redteam")):
-        if path.is_dir():
-            out.append((name, path))
-    return out
+    return generate_corpora(tmp_path_factory.mktemp("corpora"), 6)
 
 
 def run(mode: str, cwd: Path, args: tuple[str, ...]) -> tuple[int, str, str]:

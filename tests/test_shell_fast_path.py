@@ -59,11 +59,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_corpus  # noqa: E402
-import gen_corpus2  # noqa: E402
+from compared_trees import ROOT, generate_corpora, trees  # noqa: E402
 
 COMMANDS = [("check", "--format", "text", "."), ("check", "--format", "json", "."),
             ("check", "--fix", "--diff", "."), ("check", "--unsafe-fixes", "--fix", "--diff", "."),
@@ -90,18 +86,7 @@ main()
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("corpora")
-    gen_corpus.generate(root / "gen", {k: 6 for k in gen_corpus.KINDS})
-    gen_corpus2.generate(root / "gen2", {k: 6 for k in gen_corpus2.KINDS})
-    return {"gen": root / "gen", "gen2": root / "gen2"}
-
-
-def trees(generated) -> list[tuple[str, Path]]:
-    out = [("fixtures", ROOT / "fixtures"), *generated.items()]
-    for name, path in (("corpus", SHARED / "corpus" / "files"), ("redteam", SHARED / "redteam")):
-        if path.is_dir():
-            out.append((name, path))
-    return out
+    return generate_corpora(tmp_path_factory.mktemp("corpora"), 6)
 
 
 def run(cwd: Path, args: tuple[str, ...], reference: bool) -> tuple[int, bytes, bytes]:

@@ -15,18 +15,16 @@ worker path runs on real files too. test_rules_ran_in_the_workers shows that it 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_corpus  # noqa: E402
-import gen_corpus2  # noqa: E402
+from compared_trees import HELM_SCHEMA_NOTE, SHARED, generate_corpora, trees  # noqa: E402
+
+# also redteam's chart-free repository alone, where the worker path runs
+OPEA = (("redteam-opea", SHARED / "redteam" / "opea-project__GenAIExamples"),)
 
 COMMANDS = [("check", "--format", fmt, ".") for fmt in ("text", "json", "sarif", "github", "gitlab")] \
     + [("migrate", "--to", "0.30.0", "--diff", "."), ("launches", ".")]
@@ -37,25 +35,7 @@ COMMANDS = [("check", "--format", fmt, ".") for fmt in ("text", "json", "sarif",
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("corpora")
-    gen_corpus.generate(root / "gen", {k: 8 for k in gen_corpus.KINDS})
-    gen_corpus2.generate(root / "gen2", {k: 8 for k in gen_corpus2.KINDS})
-    return {"gen": root / "gen", "gen2": root / "gen2"}
-
-
-def trees(generated) -> list[tuple[str, Path]]:
-    out = [("fixtures", ROOT / "fixtures"), *generated.items()]
-    for name, path in (("corpus", SHARED / "corpus" / "files"), ("redteam", SHARED / "redteam"),
-                       ("redteam-opea", SHARED / "redteam" / "opea-project__GenAIExamples")):
-        if path.is_dir():
-            out.append((name, path))
-    return out
-
-
-# Known, and not the workers': Helm's schema validation lists a chart's errors in a different
-# order on every run (aibrix's chart in ../shared/redteam, one process too), and the note quotes
-# the first ones. The note's line is compared, its quoted reason is not.
-HELM_SCHEMA_NOTE = re.compile(r"(Helm rendering with values\.yaml failed: values don't meet the specifications).*")
+    return generate_corpora(tmp_path_factory.mktemp("corpora"), 8)
 
 
 def run(jobs: int, cwd: Path, args: tuple[str, ...]) -> tuple[int, str, str]:
@@ -67,14 +47,14 @@ def run(jobs: int, cwd: Path, args: tuple[str, ...]) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:-1]))
 def test_one_and_two_workers_write_the_same_bytes(generated, args):
-    for name, tree in trees(generated):
+    for name, tree in trees(generated, OPEA):
         one, two = run(1, tree, args), run(2, tree, args)
         assert one == two, f"{name}: {' '.join(args)} differs with two workers"
         assert one[1].strip(), f"{name}: nothing written"
 
 
 def test_shared_trees_are_checked_when_present(generated):
-    names = {name for name, _ in trees(generated)}
+    names = {name for name, _ in trees(generated, OPEA)}
     if not SHARED.is_dir():
         pytest.skip("../shared is not here")
     assert {"corpus", "redteam", "redteam-opea"} <= names

@@ -11,7 +11,6 @@ goes back to the careful composer), and the walkers read them. Every output form
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,34 +19,15 @@ import pytest
 
 from vllmlint.parsers import yaml_source as ys
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_corpus  # noqa: E402
-import gen_corpus2  # noqa: E402
+from compared_trees import HELM_SCHEMA_NOTE, ROOT, SHARED, generate_corpora, trees  # noqa: E402
 
 COMMANDS = [("check", "--format", fmt, ".") for fmt in ("text", "json")] \
     + [("migrate", "--to", "0.30.0", "--diff", "."), ("launches", ".")]
 
-# Helm's schema validation lists a chart's errors in Go map order (see test_worker_rules): the
-# note's line is compared, its quoted reason is not.
-HELM_SCHEMA_NOTE = re.compile(r"(Helm rendering with values\.yaml failed: values don't meet the specifications).*")
-
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("corpora")
-    gen_corpus.generate(root / "gen", {k: 8 for k in gen_corpus.KINDS})
-    gen_corpus2.generate(root / "gen2", {k: 8 for k in gen_corpus2.KINDS})
-    return {"gen": root / "gen", "gen2": root / "gen2"}
-
-
-def trees(generated) -> list[tuple[str, Path]]:
-    out = [("fixtures", ROOT / "fixtures"), *generated.items()]
-    for name, path in (("corpus", SHARED / "corpus" / "files"), ("redteam", SHARED / "redteam")):
-        if path.is_dir():
-            out.append((name, path))
-    return out
+    return generate_corpora(tmp_path_factory.mktemp("corpora"), 8)
 
 
 def run(front_end: str, cwd: Path, args: tuple[str, ...]) -> tuple[int, str, str]:
