@@ -183,11 +183,15 @@ class Repo:
         return self._copies
 
     def workflows(self) -> list[Path]:
-        return self._listed("workflows", lambda p: p.suffix in (".yml", ".yaml")
-                            and p.parent.name == "workflows" and p.parent.parent.name == ".github")
+        return self._listed("workflows", lambda p: p.suffix in (".yml", ".yaml") and in_github_workflows(p))
 
     def composes(self) -> list[Path]:
         return self._listed("composes", lambda p: p.suffix in (".yml", ".yaml") and "compose" in p.name)
+
+
+def in_github_workflows(path: Path) -> bool:
+    """A file of `.github/workflows/`: GitHub Actions runs its `run:` steps on the runner."""
+    return path.parent.name == "workflows" and path.parent.parent.name == ".github"
 
 
 def _root_finder(fallback: Path):

