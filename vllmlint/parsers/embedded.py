@@ -91,6 +91,45 @@ def kinds() -> list[str]:
     return sorted(_READERS)
 
 
+class MappedText:
+    """Text of another kind built piece by piece from a file, with the file offset of every
+    character (recipe lines, a unit's command line): what `scan_shell` takes as `omap`."""
+
+    def __init__(self) -> None:
+        self.chars: list[str] = []
+        self.omap: list[int] = []
+
+    def add(self, text: str, offset: int) -> None:
+        self.chars.extend(text)
+        self.omap.extend(range(offset, offset + len(text)))
+
+    def put(self, text: str, at: int) -> None:
+        self.chars.extend(text)
+        self.omap.extend([at] * len(text))
+
+    def stretch(self, text: str, start: int, end: int) -> None:
+        """`text` stands for file[start:end]: first and last characters map to its ends."""
+        n = len(text)
+        self.chars.extend(text)
+        self.omap.extend(start if i < n - 1 else end - 1 for i in range(n))
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chars)
+
+    def empty(self) -> bool:
+        return not self.chars
+
+
+def lines_with_offsets(text: str):
+    """(start offset, line without its newline) for every line."""
+    pos = 0
+    for raw in text.splitlines(keepends=True):
+        body = raw.rstrip("\r\n")
+        yield pos, body, pos + len(raw)
+        pos += len(raw)
+
+
 def scan_shell(file: SourceFile, text: str, omap=None, **context):
     """A shell fragment (a YAML string, a RUN line, a Python string given to a shell): its launches
     and env (parsers.shellscan.ShellScan)."""

@@ -15,51 +15,13 @@ from __future__ import annotations
 import re
 
 from ..model.launch import Edit, EnvEntry, ParsedFile, SourceFile
-from .embedded import scan_shell     # recipe lines are shell: read through the door
+from .embedded import MappedText, lines_with_offsets, scan_shell     # recipe lines are shell: read through the door
 
 MAKE_EXPORT_RE = re.compile(r"^export[ \t]+([A-Za-z_]\w*)[ \t]*(?:[:+?!]{0,2}=)[ \t]*(.*?)[ \t]*$")
 MAKE_RULE_RE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)")
 JUST_EXPORT_RE = re.compile(r"^export[ \t]+([A-Za-z_][\w-]*)[ \t]*:=[ \t]*(.*?)[ \t]*$")
 JUST_RECIPE_RE = re.compile(r"^@?([A-Za-z_][\w-]*)(?:[ \t][^:]*)?:(?!=)")
 JUST_INTERP_RE = re.compile(r"\{\{(?!\{)(.*?)\}\}")
-
-
-class _Builder:
-    """Shell text built piece by piece, with the file offset of every character."""
-
-    def __init__(self) -> None:
-        self.chars: list[str] = []
-        self.omap: list[int] = []
-
-    def add(self, text: str, offset: int) -> None:
-        self.chars.extend(text)
-        self.omap.extend(range(offset, offset + len(text)))
-
-    def put(self, text: str, at: int) -> None:
-        self.chars.extend(text)
-        self.omap.extend([at] * len(text))
-
-    def stretch(self, text: str, start: int, end: int) -> None:
-        """`text` stands for file[start:end]: first and last characters map to its ends."""
-        n = len(text)
-        self.chars.extend(text)
-        self.omap.extend(start if i < n - 1 else end - 1 for i in range(n))
-
-    @property
-    def text(self) -> str:
-        return "".join(self.chars)
-
-    def empty(self) -> bool:
-        return not self.chars
-
-
-def _lines(text: str):
-    """(start offset, line without its newline) for every line."""
-    pos = 0
-    for raw in text.splitlines(keepends=True):
-        body = raw.rstrip("\r\n")
-        yield pos, body, pos + len(raw)
-        pos += len(raw)
 
 
 def _export(source: SourceFile, m: re.Match, start: int, line_end: int, origin: str) -> EnvEntry:
@@ -74,12 +36,12 @@ def _export(source: SourceFile, m: re.Match, start: int, line_end: int, origin: 
 def parse_makefile(source: SourceFile) -> ParsedFile:
     pf = ParsedFile(source)
     exported: list[EnvEntry] = []
-    recipes: list[tuple[str, _Builder]] = []
-    current: _Builder | None = None
+    recipes: list[tuple[str, MappedText]] = []
+    current: MappedText | None = None
     target = "?"
     continuing = False
     in_define = False
-    for start, line, end in _lines(source.text):
+    for start, line, end in lines_with_offsets(source.text):
         if in_define:
             in_define = not re.match(r"^\s*endef\b", line)
             continue
@@ -113,7 +75,7 @@ def parse_makefile(source: SourceFile) -> ParsedFile:
         m = MAKE_RULE_RE.match(line)
         if m and not line.startswith((" ", "\t")):
             target = m.group(1).strip()
-            current = _Builder()
+            current = MappedText()
             recipes.append((target, current))
             rest = line[m.end():]
             if ";" in rest:         # `target: deps ; command`
@@ -129,11 +91,11 @@ def parse_makefile(source: SourceFile) -> ParsedFile:
 def parse_justfile(source: SourceFile) -> ParsedFile:
     pf = ParsedFile(source)
     exported: list[EnvEntry] = []
-    recipes: list[tuple[str, _Builder]] = []
-    current: _Builder | None = None
+    recipes: list[tuple[str, MappedText]] = []
+    current: MappedText | None = None
     indent: str | None = None
     continuing = False
-    for start, line, end in _lines(source.text):
+    for start, line, end in lines_with_offsets(source.text):
         if current is not None and (line[:1] in (" ", "\t") or continuing or not line.strip()):
             if not line.strip():
                 current.put("\n", start + len(line))
@@ -154,7 +116,7 @@ def parse_justfile(source: SourceFile) -> ParsedFile:
             continue
         m = JUST_RECIPE_RE.match(line)
         if m and not line.startswith(("set ", "alias ", "import ", "mod ")):
-            current = _Builder()
+            current = MappedText()
             recipes.append((m.group(1), current))
     _scan_recipes(source, pf, recipes, exported)
     return pf
@@ -171,7 +133,7 @@ def _take_export(m, source: SourceFile, pf: ParsedFile, exported: list[EnvEntry]
     return True
 
 
-def _add_just(b: _Builder, text: str, i: int, stop: int) -> None:
+def _add_just(b: MappedText, text: str, i: int, stop: int) -> None:
     while i < stop:
         m = JUST_INTERP_RE.match(text, i, stop)
         if m:

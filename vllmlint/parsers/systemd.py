@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from ..model.launch import Edit, EnvEntry, ParsedFile, ParseError, SourceFile
-from .embedded import scan_shell
+from .embedded import MappedText, lines_with_offsets, scan_shell
 
 COMMAND_KEYS = ("ExecStart", "ExecStartPre", "ExecStartPost", "ExecReload")
 SECTION_RE = re.compile(r"^[ \t]*\[([^\]\n]+)\][ \t]*$")
@@ -38,34 +38,13 @@ EXEC_PREFIX = "@-:+!"
 COMMENT_INSIDE = "a comment line sits inside its continued command line: an edit there could remove it too"
 
 
-class _Builder:
-    """Command text built piece by piece, with the unit's offset of every character."""
-
-    def __init__(self) -> None:
-        self.chars: list[str] = []
-        self.omap: list[int] = []
-        self.gaps = False           # a comment line skipped inside the command
-
-    def add(self, text: str, offset: int) -> None:
-        self.chars.extend(text)
-        self.omap.extend(range(offset, offset + len(text)))
-
-
-def _lines(text: str):
-    """(start offset, line without its line break, offset after the break) for every line."""
-    pos = 0
-    for raw in text.splitlines(keepends=True):
-        yield pos, raw.rstrip("\r\n"), pos + len(raw)
-        pos += len(raw)
-
-
 def _entries(text: str):
     """(section, key, key line start, value start, [(line start, body end, line end)...]) for every
     `key=value` of the unit, its continuation lines included; ParseError on a line that is
     neither a section, a setting, a comment nor blank."""
     section = ""
     current = None
-    for start, line, end in _lines(text):
+    for start, line, end in lines_with_offsets(text):
         stripped = line.strip()
         if current is not None:
             if stripped.startswith(("#", ";")):
@@ -143,13 +122,15 @@ def _env_entries(source: SourceFile, key_start: int, pieces) -> list[EnvEntry]:
     return out
 
 
-def _command(source: SourceFile, pieces) -> _Builder:
+def _command(source: SourceFile, pieces) -> tuple[MappedText, bool]:
+    """The command line as shell text, and whether a comment line was skipped inside it."""
     text = source.text
-    b = _Builder()
+    b = MappedText()
+    gaps = False
     first = True
     for n, (start, stop, line_end) in enumerate(pieces):
         if n and pieces[n - 1][2] != start:
-            b.gaps = True
+            gaps = True
         i = start
         if first:
             while i < stop and text[i] in EXEC_PREFIX:
@@ -157,27 +138,27 @@ def _command(source: SourceFile, pieces) -> _Builder:
             first = False
         b.add(text[i:stop], i)
         b.add("\n", stop if stop < line_end else stop - 1)
-    return b
+    return b, gaps
 
 
 def parse_systemd(source: SourceFile) -> ParsedFile:
     pf = ParsedFile(source)
     env: list[EnvEntry] = []
-    commands: list[tuple[str, _Builder]] = []
+    commands: list[tuple[str, MappedText, bool]] = []
     for section, key, key_start, _, pieces in _entries(source.text):
         if section != "Service":
             continue
         if key == "Environment":
             env.extend(_env_entries(source, key_start, pieces))
         elif key in COMMAND_KEYS:
-            commands.append((key, _command(source, pieces)))
+            commands.append((key, *_command(source, pieces)))
     pf.env.extend(env)
-    for key, b in commands:
-        if not b.chars:
+    for key, b, gaps in commands:
+        if b.empty():
             continue
-        scan = scan_shell(source, "".join(b.chars), b.omap, context=f"unit {key}",
+        scan = scan_shell(source, b.text, b.omap, context=f"unit {key}",
                           group=source.display, inherited_env=env)
-        if b.gaps:
+        if gaps:
             for launch in scan.launches:        # an edit across the gap would take the comment with it
                 launch.not_editable = launch.not_editable or COMMENT_INSIDE
         pf.launches.extend(scan.launches)
