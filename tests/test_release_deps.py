@@ -57,6 +57,10 @@ HELD = {   # case -> (the launch's file, what `launches` says its release is fro
                                              "(Dockerfile:3)"),
     "compose-build": ("compose.yaml", "release 0.23.0 from image vllm/vllm-openai:v0.23.0 in server/Dockerfile, "
                                       "which `build:` names (compose.yaml)"),
+    "script-build": ("deploy.yaml", "release 0.22.0 from image vllm/vllm-openai:v0.22.0 in docker/Dockerfile, which "
+                                    "build.sh:5 builds as registry.example.com/ml/vllm-vl:2024-06"),
+    "make-build": ("compose.yaml", "release 0.23.0 from pin vllm==0.23.0 in server/Dockerfile, which Makefile:5 "
+                                   "builds as acme/vl-server:0.4.1"),
     "config-image": ("run_bench.py", "release 0.22.0 from image vllm/vllm-openai:v0.22.0 in configs/bench.yaml:2"),
     "settings": ("bench/serve.sh", "release 0.22.0 from setting releases 'bench/**' = '0.22.0' in pyproject.toml"),
 }
@@ -76,6 +80,50 @@ def test_fix_held_back_on_the_release_another_file_names(case, tmp_path):
     # the upgrade does it: the release moves with the fix (or, where the release is outside the
     # tree's reach, migrate says what it could not bump)
     assert (work / path).read_text().count(VAR) == 1
+
+
+def test_a_tag_built_from_several_dockerfiles_stays_unknown(tmp_path):
+    work = copy("releases/script-build-ambiguous", tmp_path)
+    assert "[release" not in run(["launches", "."], work).output
+    assert "not fixed: its vLLM release is unknown" in run(["check", "--fix", "."], work).output
+
+
+BUILDS = {   # builder file -> text, the tag keys it builds (the Dockerfile is ./Dockerfile or d/Dockerfile)
+    "build.sh": ('SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
+                 'docker buildx build --platform linux/amd64 --tag=acme/a:1 "$SCRIPT_DIR"\n', ["acme/a:1"]),
+    "bud.sh": ("buildah bud -t localhost/acme/b -f d/Dockerfile .\n", ["acme/b:latest"]),
+    "comment.sh": ("# docker build -t acme/c:1 .\necho 'docker' build\n", []),
+    "unset.sh": ('docker build -t "acme/d:${VERSION}" .\n', []),          # a tag the caller sets
+    "twice.sh": ("T=acme/e:1\nT=acme/e:2\ndocker build -t $T .\n", []),   # two values: which one?
+    "stdin.sh": ("docker build -t acme/f:1 - < Dockerfile\n", []),
+    "sub.sh": ('id=$(docker image build -q -t acme/g:1 d)\n', ["acme/g:1"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDS))
+def test_builds_a_script_names(name, tmp_path):
+    from vllmlint.lint.release_links import builds_in
+
+    (tmp_path / "d").mkdir()
+    for folder in (tmp_path, tmp_path / "d"):
+        (folder / "Dockerfile").write_text("FROM vllm/vllm-openai:v0.22.0\n")
+    text, keys = BUILDS[name]
+    (tmp_path / name).write_text(text)
+    assert [k for k, _, _ in builds_in(tmp_path / name, text, tmp_path)] == keys
+
+
+def test_a_workflow_builds_from_the_repository_root(tmp_path):
+    from vllmlint.lint.release_links import Repo
+
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / "serving").mkdir()
+    (tmp_path / "serving" / "Dockerfile").write_text("FROM vllm/vllm-openai:v0.22.0\n")
+    (tmp_path / ".github" / "workflows" / "image.yml").write_text(
+        "on: push\njobs:\n  b:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: docker build -t ghcr.io/acme/serving:main -f serving/Dockerfile serving\n")
+    built = Repo(tmp_path).built_tags()
+    assert [(k, d.relative_to(tmp_path).as_posix()) for k, v in built.items() for d, _, _ in v] == \
+        [("ghcr.io/acme/serving:main", "serving/Dockerfile")]
 
 
 def test_unknown_release_is_held_until_named(tmp_path):

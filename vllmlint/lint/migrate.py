@@ -173,6 +173,11 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
         # `quay.io/someone/vllm-openvino:latest`, `myorg/server:1.2`: a build `migrate` neither
         # recognises nor bumps, so the launch keeps whatever vLLM it ships (found as a user: a
         # removal of VLLM_OPENVINO_DEVICE on an OpenVINO build that reads it)
+        if launch.release is not None and launch.release_from:
+            # a tag the repository builds (compose `build:`, `docker build -t` in a script): the
+            # Dockerfile moves only with a rebuild of that tag, which is the user's to do
+            return (f"it runs {image}, built here ({launch.release_from}): bump that Dockerfile and "
+                    f"rebuild the image, `migrate` does neither")
         return f"it runs {image}, which `migrate` does not know as a vLLM release image and does not bump"
     if not image or not (is_vllm_image(image) or id(launch) in kubeai):
         return ""

@@ -15,7 +15,13 @@ from a folder's name or a file lying near):
    `${VLLM_IMAGE}`, `os.environ["VLLM_VERSION"]`) to a release or a vLLM image of one; a matrix
    of several: the oldest (a fix must keep behaviour on each);
 5. a config file the launcher names (`bench.py --config configs/bench.yaml`) whose `image:` is
-   a vLLM image of a release (several: the oldest).
+   a vLLM image of a release (several: the oldest);
+6. a container whose image is a tag the repository builds itself: a script, Makefile or CI
+   workflow runs `docker build -t TAG` (podman, buildx, buildah alike) and that Dockerfile is
+   found without guessing (`-f FILE` or the context's `Dockerfile`, from the script's folder or
+   the repository root: one file, else nothing). The container runs that Dockerfile's release.
+   Only the release is read: the image is still not one `migrate` bumps, so a fix that needs a
+   release stays held on it (migrate.stays_behind), as on a compose `build:`.
 
 Then `declare` (with the settings) fills what is still unknown from `[tool.vllmlint.releases]`
 (path globs -> release). The tree's own evidence wins over what the user declares: a directive
@@ -120,6 +126,7 @@ class Repo:
         self._copies: dict[Path, list] | None = None
         self._kinds: dict[str, list[Path]] = {}     # dockerfiles/workflows/composes, listed once
         self._existing: dict[tuple[Path, str], Path | None] = {}
+        self._built: dict | None = None
 
     def files(self) -> list[Path]:
         if self._files is None:
@@ -187,6 +194,18 @@ class Repo:
 
     def composes(self) -> list[Path]:
         return self._listed("composes", lambda p: p.suffix in (".yml", ".yaml") and "compose" in p.name)
+
+    def built_tags(self) -> dict[str, list[tuple[Path, Path, int]]]:
+        """tag key -> (Dockerfile, builder, offset) of each image the repository's scripts,
+        Makefiles and workflows build: read once per repository."""
+        if self._built is None:
+            self._built = {}
+            for builder in self._listed("builders", is_builder):
+                text = self.text(builder)
+                if text and BUILD_RE().search(text):
+                    for key, dockerfile, at in builds_in(builder, text, self.root):
+                        self._built.setdefault(key, []).append((dockerfile, builder, at))
+        return self._built
 
 
 def in_github_workflows(path: Path) -> bool:
@@ -288,15 +307,26 @@ def follow_links(project, extra_images: tuple[str, ...] = ()) -> None:
             continue
         root = root_of(launch.file.path)
         repo = repos.setdefault(root, Repo(root))
-        for step in (_copied_into, _compose_build, _workflow_env, _named_config):
+        # a container of a literal image not vLLM's runs that image: only a build of it says more
+        steps = (_compose_build, _built_tag) if _literal_image(launch) else \
+            (_copied_into, _compose_build, _workflow_env, _named_config)
+        for step in steps:
             if step(launch, repo, extra_images):
                 break
 
 
+def _literal_image(launch: Launch) -> bool:
+    return bool(launch.image) and "$" not in launch.image and "{" not in launch.image
+
+
 def _followable(launch: Launch) -> bool:
     """Its release may come from elsewhere: it has no image of its own, or one named by a
-    variable (`vllm/vllm-openai:${VLLM_VERSION}`) or built from a Dockerfile (compose `build:`)."""
-    return not launch.image or "$" in launch.image or "{" in launch.image
+    variable (`vllm/vllm-openai:${VLLM_VERSION}`), or one built from a Dockerfile (compose
+    `build:`, a tag a script builds): an image vLLM does not publish, whose release is not
+    already known to be unknowable (a platform build, a placeholder)."""
+    if not _literal_image(launch):
+        return True
+    return not launch.release_unnamed and not is_vllm_image(launch.image) and parse_image(launch.image) is not None
 
 
 def _common_root(paths: list[Path]) -> Path:
@@ -380,6 +410,165 @@ def _compose_build(launch: Launch, repo: Repo, extra_images) -> bool:
         launch.release_unnamed = f"service {launch.context.split()[1]} is built from {platform}"
         return True
     return release is not None and _set(launch, release, f"{why}, which `build:` names ({launch.file.display})")
+
+
+def _built_tag(launch: Launch, repo: Repo, extra_images) -> bool:
+    """A script, Makefile or workflow of the repository that builds the launch's image."""
+    builds = repo.built_tags().get(_tag_key(launch.image))
+    if not builds:
+        return False
+    if len({b[0] for b in builds}) > 1:
+        return False        # built from several Dockerfiles: which one runs is the user's to say (a directive)
+    dockerfile, builder, at = builds[0]
+    text = repo.text(dockerfile) or ""
+    shown = _display(dockerfile, repo.root)
+    where = f"{_display(builder, repo.root)}:{_line_of(repo.text(builder) or '', at)}"
+    release, why, platform = dockerfile_release(text, shown, extra_images)
+    if platform:
+        launch.release_unnamed = f"image {launch.image} is built by {where}: {platform}"
+        return True
+    if release is None:
+        bases = [m.group("image") for m in FROM_RE().finditer(text)]
+        what = f"whose base image {bases[-1]} names no vLLM release" if bases else "which names no vLLM release"
+        launch.release_unnamed = f"image {launch.image} is built by {where} from {shown}, {what}"
+        return True
+    return _set(launch, release, f"{why}, which {where} builds as {launch.image}")
+
+
+def _tag_key(image: str | None) -> str:
+    """An image as a build names it: Docker Hub's and a local registry's prefixes dropped,
+    `:latest` when untagged (`docker.io/library/x:local` and `x:local` are one image)."""
+    ref = parse_image(image)
+    if ref is None:
+        return ""
+    path = ref.path[len("library/"):] if ref.path.startswith("library/") and ref.registry in (None, "docker.io", "index.docker.io") else ref.path
+    registry = "" if ref.registry in (None, "docker.io", "index.docker.io", "localhost") else ref.registry + "/"
+    return f"{registry}{path}:{ref.tag or 'latest'}"
+
+
+# `docker build`, `docker buildx build`, `docker image build`, `podman build`, `buildah bud`
+BUILD_RE = lazy_re(r"(?<![\w-])(?:(?:docker|podman)(?:[ \t]+(?:buildx|image))?[ \t]+build|buildah[ \t]+(?:bud|build))(?![\w-])")
+SHELL_ASSIGN_RE = lazy_re(r"(?m)^[ \t]*(?:export[ \t]+|readonly[ \t]+|local[ \t]+)?(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$")
+MAKE_ASSIGN_RE = lazy_re(r"(?m)^[ \t]*(?:export[ \t]+)?(?P<name>[A-Za-z_]\w*)[ \t]*(?:\?=|:=|::=|=)[ \t]*(?P<value>.*)$")
+SCRIPT_DIR_RE = lazy_re(r"dirname|BASH_SOURCE|\$0")
+
+
+def is_builder(path: Path) -> bool:
+    """A file whose commands may build an image: a script, a Makefile, a justfile, a workflow."""
+    return path.suffix in (".sh", ".bash", ".mk") or path.name in ("Makefile", "makefile", "GNUmakefile", "justfile") \
+        or (path.suffix in (".yml", ".yaml") and in_github_workflows(path))
+
+
+def builds_in(builder: Path, text: str, root: Path) -> list[tuple[str, Path, int]]:
+    """(tag key, Dockerfile, offset) of each image build in `builder` whose tag and Dockerfile
+    are written out (a variable assigned one literal value in the same file counts)."""
+    import shlex
+
+    out = []
+    make = builder.name.lower() in ("makefile", "gnumakefile") or builder.suffix == ".mk"
+    values: dict[str, set[str]] = {}
+    for m in (MAKE_ASSIGN_RE() if make else SHELL_ASSIGN_RE()).finditer(text):
+        values.setdefault(m.group("name"), set()).add(m.group("value").strip())
+
+    def expand(word: str) -> str | None:
+        def one(m):
+            name = m.group(1) or m.group(2) or m.group(3)
+            found = values.get(name, set())
+            if len(found) != 1:
+                raise KeyError(name)
+            value = next(iter(found))
+            if not make and SCRIPT_DIR_RE().search(value) and "pwd" in value:
+                return "\0SCRIPT_DIR\0"        # `$(cd "$(dirname "$0")" && pwd)`: the script's folder
+            value = value.split(" #", 1)[0].strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            if not value or any(c in value for c in "$`;&| \t"):
+                raise KeyError(name)             # not one literal word
+            return value
+        try:
+            return re.sub(r"\$\{(\w+)\}|\$\((\w+)\)|\$(\w+)", one, word)
+        except KeyError:
+            return None
+
+    for m in BUILD_RE().finditer(text):
+        if _in_comment_line(text, m.start()):
+            continue
+        end = m.end()
+        while True:                    # the command, continuation lines joined
+            nl = text.find("\n", end)
+            nl = len(text) if nl < 0 else nl
+            end = nl
+            if text[nl - 1:nl] == "\\" and nl < len(text):
+                end = nl + 1
+                continue
+            break
+        command = text[m.end():end].replace("\\\n", " ")
+        if make:                       # make's `$(IMG)` is shell's `${IMG}`: not the end of a `$( )`
+            command = re.sub(r"\$\((\w+)\)", r"${\1}", command)
+        command = re.split(r"[;&|]|\)|`", command, maxsplit=1)[0]
+        try:
+            words = shlex.split(command, comments=True)
+        except ValueError:
+            continue
+        tags, file, positional = [], None, []
+        i = 0
+        while i < len(words):
+            w = words[i]
+            if w in ("-t", "--tag") and i + 1 < len(words):
+                tags.append(words[i + 1]); i += 2; continue
+            if w.startswith("--tag=") or (w.startswith("-t") and len(w) > 2 and not w.startswith("--")):
+                tags.append(w.split("=", 1)[1] if w.startswith("--tag=") else w[2:]); i += 1; continue
+            if w in ("-f", "--file") and i + 1 < len(words):
+                file = words[i + 1]; i += 2; continue
+            if w.startswith("--file="):
+                file = w.split("=", 1)[1]; i += 1; continue
+            if w.startswith("-"):
+                # an option with a value (--build-arg X=1, --platform p): its value is not the context
+                if "=" not in w and i + 1 < len(words) and not words[i + 1].startswith("-") and w in VALUED_BUILD_OPTIONS:
+                    i += 2
+                else:
+                    i += 1
+                continue
+            positional.append(w); i += 1
+        if len(positional) != 1 or not tags:
+            continue
+        context = expand(positional[0])
+        named_file = file
+        file = expand(file) if file is not None else None
+        if context is None or (named_file is not None and file is None) or "://" in context or context == "-":
+            continue
+        bases = [root] if in_github_workflows(builder) else \
+            [builder.parent] if make or builder.name == "justfile" else [builder.parent, root]
+        found = set()
+        for base in bases:
+            here = Path(context.replace("\0SCRIPT_DIR\0", str(builder.parent)))
+            ctx = here if here.is_absolute() else base / here
+            if file is not None:
+                f = Path(file.replace("\0SCRIPT_DIR\0", str(builder.parent)))
+                path = f if f.is_absolute() else base / f
+            else:
+                path = ctx / "Dockerfile"
+            if "$" not in str(path) and path.is_file():
+                found.add(path.resolve())
+        if len(found) != 1:
+            continue
+        dockerfile = found.pop()
+        for tag in tags:
+            tag = expand(tag)
+            if tag and "$" not in tag and "\0" not in tag and _tag_key(tag):
+                out.append((_tag_key(tag), dockerfile, m.start()))
+    return out
+
+
+VALUED_BUILD_OPTIONS = frozenset({"--build-arg", "--platform", "--target", "--label", "--cache-from",
+                                  "--cache-to", "--secret", "--ssh", "--network", "--progress", "--output",
+                                  "-o", "--iidfile", "--add-host", "--build-context", "--shm-size",
+                                  "--ulimit", "--memory", "-m", "--cpuset-cpus", "--isolation", "--format"})
+
+
+def _in_comment_line(text: str, at: int) -> bool:
+    start = text.rfind("\n", 0, at) + 1
+    return "#" in text[start:at] and text[start:at].lstrip().startswith("#")
 
 
 def _reads(text: str, name: str) -> bool:
