@@ -423,3 +423,20 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2] != "Z"
+
+
+def test_a_switch_under_a_secret_name_is_not_masked_everywhere(tmp_path: Path):
+    """`WEBUI_AUTH: "true"` in another container: `true` is no secret, and masking it hid every
+    `true` a message shows (a default that "changes from `false` to `****`")."""
+    from vllmlint.lint.discovery import discover
+    from vllmlint.lint.project import load
+    from vllmlint.lint.report import secret_values
+
+    (tmp_path / "app.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n"
+        "    - name: ui\n      image: ghcr.io/open-webui/open-webui:main\n      env:\n"
+        "        - {name: WEBUI_AUTH, value: \"true\"}\n        - {name: SHOW_TOKENS_PER_SECOND, value: \"1\"}\n"
+        f"        - {{name: HF_TOKEN, value: {SECRETS[0]}}}\n"
+        "    - name: vllm\n      image: vllm/vllm-openai:v0.17.0\n      args: [--model, m]\n")
+    values = secret_values(load(discover([str(tmp_path)])[0]))
+    assert values == {SECRETS[0]}

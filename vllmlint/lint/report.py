@@ -92,7 +92,13 @@ def secret_values(project) -> set[str]:
     found = {e.value for e in project.env if e.value and is_secret(e.name)}
     for launch in project.launches:
         found |= _launch_secrets(launch)
-    return {v for v in found if v and v != MASK}
+    # a switch or a number under a secret-looking name (`WEBUI_AUTH: "true"`,
+    # `SHOW_TOKENS_PER_SECOND: "true"`) is no secret: masked everywhere, it hid every `true` a
+    # message shows (a default "changes from `false` to `****`"; found on an AIBrix tree)
+    return {v for v in found if v and v != MASK and not NOT_A_SECRET().match(v)}
+
+
+NOT_A_SECRET = lazy_re(r"(?i)^\s*(?:true|false|yes|no|on|off|none|null|enabled?|disabled?|[-+]?\d+(?:\.\d+)?)\s*$")
 
 
 def _launch_secrets(launch) -> frozenset:
