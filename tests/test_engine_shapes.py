@@ -3,6 +3,8 @@
 are fixture cases (fixtures/VL302/shell-*, ci-*, VL303/shell-*)."""
 from __future__ import annotations
 
+import pytest
+
 import json
 from pathlib import Path
 
@@ -150,6 +152,21 @@ def test_kuberay_pods_run_ray_not_the_image_entrypoint(tmp_path):
             "    template:\n      spec:\n        containers:\n        - name: head\n"
             "          image: vllm/vllm-openai:v0.30.0\n")
     assert launches(tmp_path, {"ray.yaml": text}) == []
+
+
+@pytest.mark.parametrize("kind", ["RayClusterFleet", "RayClusterReplicaSet"])
+def test_aibrix_ray_fleets_run_ray_in_their_workers(kind, tmp_path):
+    """AIBrix's fleets hold a RayCluster template: KubeRay runs `ray start` in a worker given no
+    command, never the image's `vllm serve`; the head's own command is still read."""
+    text = (f"apiVersion: orchestration.aibrix.ai/v1alpha1\nkind: {kind}\nmetadata:\n  name: f\nspec:\n"
+            "  template:\n    spec:\n      headGroupSpec:\n        template:\n          spec:\n            containers:\n"
+            "            - name: ray-head\n              image: vllm/vllm-openai:v0.11.0\n"
+            "              command: [/bin/bash, -c]\n              args: [\"ray start --head && vllm serve m --port 8000\"]\n"
+            "      workerGroupSpecs:\n      - groupName: g\n        template:\n          spec:\n            containers:\n"
+            "            - name: ray-worker\n              image: vllm/vllm-openai:v0.11.0\n")
+    rows = launches(tmp_path, {"fleet.yaml": text})
+    assert [(r["argv"], r["context"].split(" (")[0]) for r in rows] == \
+        [(["vllm", "serve", "m", "--port", "8000"], "container ray-head")]
 
 
 def test_dstack_commands_replace_the_entrypoint(tmp_path):

@@ -317,3 +317,19 @@ def test_a_word_that_starts_its_line_keeps_the_lines_indentation(tmp_path):
     script.write_text("#!/bin/sh\n# vllmlint: release=0.30.0\nvllm serve m \\\n    --disable-log-requests --port 8000\n")
     CliRunner().invoke(main, ["check", "--fix", str(script)], catch_exceptions=False)
     assert script.read_text() == "#!/bin/sh\n# vllmlint: release=0.30.0\nvllm serve m \\\n    --port 8000\n"
+
+
+def test_a_ray_workers_image_moves_with_the_head_it_joins(tmp_path, monkeypatch):
+    """A KubeRay (or AIBrix fleet) worker runs `ray start`, no launch of its own; it joins the
+    head's cluster, so its vLLM image is the head's and is bumped with it (a worker left on the
+    old release breaks the cluster)."""
+    text = ("apiVersion: orchestration.aibrix.ai/v1alpha1\nkind: RayClusterFleet\nmetadata:\n  name: f\nspec:\n"
+            "  template:\n    spec:\n      headGroupSpec:\n        template:\n          spec:\n            containers:\n"
+            "            - name: ray-head\n              image: vllm/vllm-openai:v0.11.0\n"
+            "              command: [/bin/bash, -c]\n              args: [\"ray start --head && vllm serve m\"]\n"
+            "      workerGroupSpecs:\n      - groupName: g\n        template:\n          spec:\n            containers:\n"
+            "            - name: ray-worker\n              image: vllm/vllm-openai:v0.11.0\n")
+    (tmp_path / "fleet.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    _migrate(tmp_path)
+    assert (tmp_path / "fleet.yaml").read_text() == text.replace("v0.11.0", "v0.30.0")

@@ -61,6 +61,9 @@ def _first_word(text: str, words: tuple[str, ...], start: int, end: int) -> int:
     return first
 
 
+RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "RayClusterFleet", "RayClusterReplicaSet"})
+
+
 class KubernetesResources:
     """The Kubernetes resources (and loose scripts) of the documents a `YamlParser` reads."""
 
@@ -76,8 +79,9 @@ class KubernetesResources:
             return
         if kind == "CustomResourceDefinition":
             return      # a schema for other resources: it runs nothing (its descriptions quote launches)
-        # KubeRay runs `ray start` in its pods: their image's entrypoint never runs
-        self._ray = kind in ("RayCluster", "RayService", "RayJob")
+        # KubeRay runs `ray start` in its pods: their image's entrypoint never runs (AIBrix's
+        # RayClusterFleet and RayClusterReplicaSet hold a RayCluster template: the same pods)
+        self._ray = kind in RAY_KINDS
         self._engine_doc, self._other_engine = doc, False    # worked out only when an args-only entry asks
         dstack = not kind and scalar(get(doc, "type")) in ("task", "service", "dev-environment")
         if dstack and get(doc, "commands") is not None:
