@@ -117,10 +117,25 @@ def unwrap_default(text: str) -> str:
     return m.group(1).strip().strip("'\"") if m else text
 
 
+_PARSED: dict = {}       # text -> ImageRef | None (frozen: shared); bounded below
+
+
 def parse_image(text: str | None) -> ImageRef | None:
     """Split an image reference; None when it is not one (empty, or holds unexpanded `$`)."""
     if not text:
         return None
+    try:
+        return _PARSED[text]
+    except (KeyError, TypeError):
+        pass
+    ref = _parse_image(text)
+    if len(_PARSED) > 4096:          # the images of a tree repeat: a few dozen, not thousands
+        _PARSED.clear()
+    _PARSED[text] = ref
+    return ref
+
+
+def _parse_image(text: str) -> ImageRef | None:
     text = unwrap_default(text)
     if not text or "$" in text or "{{" in text or " " in text:
         return None
@@ -210,7 +225,12 @@ def plugin_of(image: str | None) -> str | None:
     ref = parse_image(image)
     if ref is None:
         return None
-    for glob, plugin in PLUGIN_IMAGES.items():
-        if fnmatchcase(ref.path, glob) or fnmatchcase(ref.name, glob):
-            return plugin
-    return None
+    if ref not in _PLUGINS:
+        if len(_PLUGINS) > 4096:
+            _PLUGINS.clear()
+        _PLUGINS[ref] = next((plugin for glob, plugin in PLUGIN_IMAGES.items()
+                              if fnmatchcase(ref.path, glob) or fnmatchcase(ref.name, glob)), None)
+    return _PLUGINS[ref]
+
+
+_PLUGINS: dict = {}      # ImageRef -> its plugin or None (the globs tried once per image)

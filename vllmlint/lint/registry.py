@@ -92,9 +92,18 @@ class Rule:
         from ..knowledge.catalogue import active
 
         added = active()
-        if added is not None and tuple(self.target) == added.vtuple and added.name != fmt(self.target):
-            return added.name
-        return fmt(self.target)
+        key = (tuple(self.target), added)
+        shown = _TARGET_NAMES.get(key)
+        if shown is None:
+            shown = fmt(self.target)
+            if added is not None and key[0] == added.vtuple and added.name != shown:
+                shown = added.name
+            _TARGET_NAMES[key] = shown
+        return shown
+
+
+# (target, the added release in use) -> its name: asked for every message a rule writes
+_TARGET_NAMES: dict = {}
 
 
 def _dedent(doc: str) -> str:

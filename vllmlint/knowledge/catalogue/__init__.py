@@ -346,6 +346,9 @@ class History:
         self.versions = data["versions"]
         self._pos = {v: i for i, v in enumerate(self.versions)}
         self._vt = dict(vtuples or {})       # release name -> number, for added releases
+        # (table, name, target) -> Removal: the same questions come back for every launch and,
+        # in a migrate chain, every step (a frozen answer: shared safely)
+        self._removals: dict = {}
 
     def vt(self, name: str) -> tuple[int, int, int]:
         """The release number of a release in this history (an added one: the number it has)."""
@@ -355,6 +358,13 @@ class History:
         rec = table.get(name)
         if rec is None:
             return None
+        key = (id(table), name, tuple(target))
+        if key in self._removals:
+            return self._removals[key]
+        found = self._removals[key] = self._find_removal(rec, name, target)
+        return found
+
+    def _find_removal(self, rec, name: str, target: Version) -> Removal | None:
         runs = rec["runs"] if isinstance(rec, dict) else rec
         last = None
         for first, end in runs:
