@@ -392,6 +392,36 @@ def test_a_template_that_validates_a_value_still_renders_the_markers(tmp_path):
     assert origin.path == "model" and origin.line == 2
 
 
+def test_a_values_schema_that_refuses_markers_still_renders(tmp_path):
+    """A chart's values.schema.json (an enum, a pattern) refuses the marker strings; Helm names
+    the value by its JSON pointer (`at '/image/pullPolicy'`), so that value renders as itself
+    and the others keep their provenance (found on ardge-timwu/vllm-helm: no launch was read)."""
+    import json
+
+    from vllmlint.parsers import helm
+
+    if helm.engine() is None:
+        pytest.skip("no Helm engine")
+    root = tmp_path / "chart"
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (root / "values.schema.json").write_text(json.dumps({
+        "type": "object", "properties": {
+            "image": {"type": "object", "properties": {"pullPolicy": {"enum": ["Always", "IfNotPresent"]}}},
+            "ingress": {"type": "object", "properties": {"paths": {"type": "array", "items": {
+                "type": "object", "properties": {"pathType": {"enum": ["Prefix", "Exact"]}}}}}}}}))
+    (root / "templates/d.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+        "data: {p: {{ .Values.image.pullPolicy | quote }}, m: {{ .Values.model | quote }}}\n")
+    text = ("image:\n  pullPolicy: IfNotPresent\ningress:\n  paths:\n    - pathType: Prefix\n"
+            "model: Qwen/Qwen2.5-0.5B\n")
+    vs = helm.load_values([(root / "values.yaml", text)])
+    marked = helm.render_marked(root, vs, None)["c/templates/d.yaml"]
+    assert 'p: "IfNotPresent"' in marked
+    [origin] = helm.find_value(marked, vs, "Qwen/Qwen2.5-0.5B")
+    assert origin.path == "model" and origin.line == 6
+
+
 def test_vllms_api_server_copied_into_a_vllm_build_is_a_launch(tmp_path):
     pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: s\n"
            "      image: IMAGE\n      command: [python3, /workspace/api_server.py]\n      args: [--model, m]\n")

@@ -359,12 +359,34 @@ def render_marked(root: Path, vs: ValuesSet, disk_values: str | None, tries: int
         try:
             return render_values(root, vs.marked, disk_values)
         except RenderError as err:
-            ids = {int(i) for i in MARKER_RE.findall(str(err))}
+            ids = {int(i) for i in MARKER_RE.findall(str(err))} | _schema_refused(str(err), vs)
             if not ids:
                 raise
             vs.marked = _unmark(vs.marked, {f"zqx{i}zq": vs.origins[i].node.value for i in ids
                                             if 0 <= i < len(vs.origins)})
     return render_values(root, vs.marked, disk_values)
+
+
+# `values.schema.json` refusing a marker: Helm names the value by its JSON pointer, not its text
+# (`- at '/image/pullPolicy': value must be one of 'Always', 'IfNotPresent', 'Never'`)
+SCHEMA_AT_RE = re.compile(r"at '(/[^']*)'")
+
+
+def _schema_refused(error: str, vs: "ValuesSet") -> set[int]:
+    """The markers (origin indexes) of the values a chart's schema refused: an enum, pattern or
+    format a marker cannot meet. A subchart's pointer is relative to its own values, so a
+    values path that ends with it counts too (at worst a value loses its provenance)."""
+    if "schema" not in error:
+        return set()
+    wanted = set()
+    for pointer in SCHEMA_AT_RE.findall(error):
+        path = ""
+        for part in pointer.strip("/").split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            path += f"[{part}]" if part.isdigit() else (f".{part}" if path else part)
+        wanted.add(path)
+    return {i for i, o in enumerate(vs.origins) for w in wanted
+            if w and (o.path == w or o.path.endswith("." + w))}
 
 
 def _unmark(value, real: dict[str, str]):
