@@ -328,6 +328,16 @@ def test_go_template_that_is_not_yaml_even_masked(tmp_path: Path):
                                     "content (line 5, column 1)", data)
 
 
+def test_jinja_template_that_is_not_yaml_says_jinja(tmp_path: Path):
+    """A `.json.jinja2` whose `{% if %}` arms, kept side by side, are not JSON: reported as
+    Jinja's, not Helm's (found on littlemex/disaggregated-inference-with-nixl-over-aws-efa)."""
+    data = ('{"tasks": [\n{% if vllm %}\n  {"run": "vllm serve m"}\n]}\n{% else %}\n'
+            '  {"run": "vllm serve m --port 1"}\n]}\n{% endif %}\n')
+    result, bad = run_with(tmp_path, "templates/task.json.jinja2", data)
+    assert "Jinja template: " in result.output + result.stderr and "Helm/Go" not in result.output + result.stderr
+    assert bad.read_text() == data
+
+
 def test_go_template_that_never_mentions_vllm_is_skipped(tmp_path: Path):
     data = "{{- if .Values.router }}\nrouter: [\n  {{ .Values.x }}\n{{- end }}\n"
     result, bad = run_with(tmp_path, "templates/router.yaml", data)

@@ -110,7 +110,10 @@ class YamlParser(KubernetesResources, ComposeServices, ContainerArgv, YamlNodes)
         offsets stay true. Resources that still do not parse are skipped and said so."""
         starts = [m.start() for m in re.finditer(r"(?m)^(?:apiVersion|services):", masked)]
         if not starts:
-            raise ParseError(first_error.line, f"Helm/Go template: {first_error.message}")
+            # the engine the file is written for: a `.yaml.j2` is Jinja's ({% if %} arms kept
+            # side by side need not be YAML), the rest Helm's or Go's
+            engine = "Jinja template" if JINJA_NAME_RE().search(self.source.path.name) else "Helm/Go template"
+            raise ParseError(first_error.line, f"{engine}: {first_error.message}")
         bounds = sorted({0, *starts}) + [len(masked)]
         docs: list = []
         for lo, hi in zip(bounds, bounds[1:]):
