@@ -6,6 +6,7 @@ Edits are spans on that text, so everything outside them survives byte for byte.
 from __future__ import annotations
 
 import bisect
+import weakref
 import re
 from collections.abc import Callable, Iterator, Sequence
 from .record import MISSING, field, record
@@ -81,7 +82,9 @@ class Fix:
 class PerLaunch:
     """Something derived from a launch, kept per Launch object: the graph and several rules ask
     for it, and every step of a migration asks again for the launches of files it left alone.
-    Entries hold their launch, so an id is never reused while it is in the memo; bounded."""
+    An entry holds its launch weakly and goes when the launch does (before its id can be
+    reused): a migration replaces the launches of every file it edits, and strong entries kept
+    each step's old launches, with their files' texts, for the rest of the chain. Bounded."""
 
     BOUND = 1 << 15
 
@@ -90,23 +93,29 @@ class PerLaunch:
 
     def get(self, launch: "Launch", compute: Callable[["Launch"], object]):
         hit = self._memo.get(id(launch))
-        if hit is not None and hit[0] is launch:
+        if hit is not None and hit[0]() is launch:
             return hit[1]
-        if len(self._memo) > self.BOUND:
-            self._memo.clear()
         value = compute(launch)
-        self._memo[id(launch)] = (launch, value)
+        self.put(launch, value)
         return value
 
     def peek(self, launch: "Launch"):
         """The value kept for `launch`, or None."""
         hit = self._memo.get(id(launch))
-        return hit[1] if hit is not None and hit[0] is launch else None
+        return hit[1] if hit is not None and hit[0]() is launch else None
 
     def put(self, launch: "Launch", value) -> None:
-        if len(self._memo) > self.BOUND:
-            self._memo.clear()
-        self._memo[id(launch)] = (launch, value)
+        memo = self._memo
+        if len(memo) > self.BOUND:
+            memo.clear()
+        key = id(launch)
+
+        def gone(ref, memo=memo, key=key):
+            hit = memo.get(key)
+            if hit is not None and hit[0] is ref:
+                del memo[key]
+
+        memo[key] = (weakref.ref(launch, gone), value)
 
 
 class KnownOffsets:
