@@ -396,6 +396,25 @@ spec:
     assert 'appVersion: "0.30.0"' in (literal / "Chart.yaml").read_text(), out.stdout
 
 
+@pytest.mark.parametrize("name, bumped", [("vllm/vllm-openai", True), ("python", False)])
+def test_app_version_behind_an_image_name_key_and_the_root_context(name, bumped, tmp_path):
+    """`"{{ .Values.image.name }}:{{ .Values.image.tag | default $.Chart.AppVersion }}"`: the
+    image's name under `name:` and `$.Chart` (found on open-source-ai-dev/vllm-helm-chart, whose
+    appVersion was read as the launch's release but never bumped). Another image's chart keeps it."""
+    root = tmp_path / "chart"
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.1\nappVersion: 0.29.0\n")
+    (root / "values.yaml").write_text(f'model: m\nimage:\n  name: "{name}"\n  tag: ""\n')
+    (root / "templates/d.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: c}\nspec:\n  template:\n    spec:\n"
+        "      containers:\n        - name: vllm\n          command: [\"/bin/sh\", \"-c\"]\n"
+        '          image: "{{ .Values.image.name }}:{{ .Values.image.tag | default $.Chart.AppVersion }}"\n'
+        '          args: ["vllm serve {{ .Values.model }} --port 8000"]\n')
+    out = _run(["migrate", "--to", "0.30.0", str(root)])
+    assert out.returncode in (0, 1), out.stdout + out.stderr
+    assert ("appVersion: 0.30.0" if bumped else "appVersion: 0.29.0") in (root / "Chart.yaml").read_text(), out.stdout
+
+
 def test_generic_values_image_beside_args(tmp_path):
     """Values of some chart: a vLLM image beside an args list and an env list, read without the
     chart: the launch runs the image's release, its env is the list beside it; an SGLang image

@@ -53,9 +53,12 @@ ENTRY_NAME_RE = re.compile(r"(?m)^[ \t]*-?[ \t]*name:\s*[\"']?(?P<ref>[^\s\"'#]+
 PIN_RE = re.compile(r"(?<![\w./-])(?P<name>vllm(?:\[[\w,\s-]+\])?)\s*==\s*(?P<ver>\d+\.\d+\.\d+(?:\.post\d+)?)")
 APP_VERSION_LINE_RE = re.compile(r"(?m)^appVersion:[ \t]*[\"']?(?P<v>[\w.\-]+)")
 # a template line whose image tag falls back to the chart's appVersion
-APP_VERSION_RE = re.compile(r"default\s+\.Chart\.AppVersion|\.Chart\.AppVersion\s*(?:\||\}\})")
+# (`$.Chart.AppVersion`: the same, from the root context inside a `range` or `with`)
+APP_VERSION_RE = re.compile(r"default\s+\$?\.Chart\.AppVersion|\$?\.Chart\.AppVersion\s*(?:\||\}\})")
 IMAGE_LITERAL_RE = re.compile(r"image:[ \t]*[\"']?(?P<ref>[^\s\"'{]+?):?[ \t]*\{\{")
-VALUES_REPOSITORY_RE = re.compile(r"\.Values\.(?P<path>[\w.]+?)\.repository\b")
+# the values key a template reads the image's name from: `image.repository`, or `image.name`
+# (`"{{ .Values.image.name }}:{{ .Values.image.tag | default $.Chart.AppVersion }}"`)
+VALUES_REPOSITORY_RE = re.compile(r"\.Values\.(?P<path>[\w.]+?)\.(?P<key>repository|name)\b")
 # a YAML line whose value is the image alone: `image: X`, `- X`, `default: "X"`
 YAML_VALUE_LINE_RE = re.compile(r"[ \t]*(?:-[ \t]+)?(?:[\"']?[\w.\-/]+[\"']?[ \t]*:[ \t]*)?[\"']?$")
 # a line that starts a container from the image in a shell command (`docker run ... IMG`)
@@ -222,7 +225,7 @@ def _vllm_image_line(line: str, values: SourceFile | None) -> bool:
         return False
     from ..parsers.helm_values import values_at
 
-    return versioned_by_vllm(values_at(values.text, ref.group("path").split(".") + ["repository"]))
+    return versioned_by_vllm(values_at(values.text, ref.group("path").split(".") + [ref.group("key")]))
 
 
 def _app_version(project, source: SourceFile) -> Named | None:
