@@ -126,6 +126,23 @@ def test_a_workflow_builds_from_the_repository_root(tmp_path):
         [("ghcr.io/acme/serving:main", "serving/Dockerfile")]
 
 
+def test_a_workflow_build_push_action_builds_the_tag(tmp_path):
+    """`docker/build-push-action` with `file:` and written-out `tags:` (a `${{ }}` tag is not
+    followed), as a `run: docker build` is."""
+    from vllmlint.lint.release_links import Repo
+
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / "serving").mkdir()
+    (tmp_path / "serving" / "Dockerfile.vllm").write_text("FROM vllm/vllm-openai:v0.22.0\n")
+    (tmp_path / ".github" / "workflows" / "image.yml").write_text(
+        "on: push\njobs:\n  b:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: docker/build-push-action@v6\n        with:\n          context: serving\n"
+        "          file: serving/Dockerfile.vllm\n          push: true\n"
+        "          tags: |\n            ghcr.io/acme/serving:stable\n            ghcr.io/acme/serving:${{ github.sha }}\n")
+    built = Repo(tmp_path).built_tags()
+    assert [(k, d.name) for k, v in built.items() for d, _, _ in v] == [("ghcr.io/acme/serving:stable", "Dockerfile.vllm")]
+
+
 def test_unknown_release_is_held_until_named(tmp_path):
     work = copy("releases/unknown", tmp_path)
     result = run(["check", "--fix", "."], work)

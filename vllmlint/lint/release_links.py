@@ -202,9 +202,11 @@ class Repo:
             self._built = {}
             for builder in self._listed("builders", is_builder):
                 text = self.text(builder)
-                if text and BUILD_RE().search(text):
-                    for key, dockerfile, at in builds_in(builder, text, self.root):
-                        self._built.setdefault(key, []).append((dockerfile, builder, at))
+                found = builds_in(builder, text, self.root) if text and BUILD_RE().search(text) else []
+                if text and "build-push-action" in text and in_github_workflows(builder):
+                    found += build_push_actions(text, self.root)
+                for key, dockerfile, at in found:
+                    self._built.setdefault(key, []).append((dockerfile, builder, at))
         return self._built
 
 
@@ -557,6 +559,48 @@ def builds_in(builder: Path, text: str, root: Path) -> list[tuple[str, Path, int
             tag = expand(tag)
             if tag and "$" not in tag and "\0" not in tag and _tag_key(tag):
                 out.append((_tag_key(tag), dockerfile, m.start()))
+    return out
+
+
+def build_push_actions(text: str, root: Path) -> list[tuple[str, Path, int]]:
+    """(tag key, Dockerfile, offset) of each `docker/build-push-action` step of a workflow
+    whose tags are written out (`${{ }}` expressions are not followed): its `file:`, else its
+    `context:` (default the repository root) and `Dockerfile` there."""
+    import yaml
+
+    try:
+        root_node = yaml.compose(text)
+    except yaml.YAMLError:
+        return []
+    out = []
+    stack = [root_node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+            continue
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        items = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+        uses = items.get("uses")
+        with_ = items.get("with")
+        if isinstance(uses, yaml.ScalarNode) and uses.value.startswith("docker/build-push-action@") \
+                and isinstance(with_, yaml.MappingNode):
+            given = {k.value: v.value for k, v in with_.value
+                     if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
+            context = given.get("context", ".").strip() or "."
+            file = given.get("file", "").strip()
+            if "${{" in context + file or "://" in context:
+                continue
+            path = (root / file) if file else (root / context / "Dockerfile")
+            if not path.is_file():
+                continue
+            tags = [t.strip() for t in re.split(r"[,\n]", given.get("tags", "")) if t.strip()]
+            for tag in tags:
+                if "${{" not in tag and "$" not in tag and _tag_key(tag):
+                    out.append((_tag_key(tag), path.resolve(), uses.start_mark.index))
+            continue
+        stack.extend(items.values())
     return out
 
 
