@@ -568,17 +568,14 @@ def build_push_actions(text: str, root: Path) -> list[tuple[str, Path, int]]:
     `context:` (default the repository root) and `Dockerfile` there."""
     import yaml
 
+    from ..parsers.yaml_source import YamlError, compose_all, iter_nodes
+
     try:
-        root_node = yaml.compose(text)
-    except yaml.YAMLError:
+        docs = compose_all(text)
+    except YamlError:
         return []
     out = []
-    stack = [root_node]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-            continue
+    for node in iter_nodes(*docs):       # each node once, aliases included
         if not isinstance(node, yaml.MappingNode):
             continue
         items = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
@@ -599,8 +596,6 @@ def build_push_actions(text: str, root: Path) -> list[tuple[str, Path, int]]:
             for tag in tags:
                 if "${{" not in tag and "$" not in tag and _tag_key(tag):
                     out.append((_tag_key(tag), path.resolve(), uses.start_mark.index))
-            continue
-        stack.extend(items.values())
     return out
 
 
