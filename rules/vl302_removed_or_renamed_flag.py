@@ -23,6 +23,16 @@ SPECULATIVE_INTS = {"num_speculative_tokens", "draft_tensor_parallel_size", "pro
 SHELL_KINDS = {"shell", "dockerfile", "makefile", "justfile"}
 
 
+# flags vLLM folded into another flag's JSON: vLLM's own deprecation warning (ModelConfig, until
+# 0.11) said `--rope-scaling X` is `--hf-overrides '{"rope_scaling": X}'`; removed in 0.12.0
+# (vllm-project/vllm#28006). No fix: whether the key still means the same on the target (newer
+# transformers read `rope_parameters`) is the user's to check, and deleting the flag alone
+# would silently drop the context extension it sets.
+MOVED_INTO_JSON = {"--rope-scaling": ("--hf-overrides", "rope_scaling"),
+                   "--rope-theta": ("--hf-overrides", "rope_theta")}
+# "use --X instead" / "Please use --X" in a removed flag's deprecation text: the flag it names
+_USE_INSTEAD = re.compile(r"\b[Uu]se `?(--[a-z0-9][a-z0-9-]*(?:=[\w.-]*\w)?)")
+
 FOLD = "fold the speculative flags into --speculative-config"
 # A run option (Rule.options): the run neither applies an unsafe fix nor says that one exists
 # (migrate: no --unsafe-fixes, no "hidden fixes" line), so the fold need not be built.
@@ -273,7 +283,13 @@ class RemovedOrRenamedFlag(Rule):
     --num-speculative-tokens 5` -> `--speculative-config '{"model": "M",
     "num_speculative_tokens": 5}'`), quoted the way the file quotes that token, and removes the
     others; it is offered only when the launch has no `--speculative-config` yet, every value is
-    written literally, and the edited file parses back to exactly that argv. Any other flag
+    written literally, and the edited file parses back to exactly that argv.
+    `--rope-scaling` and `--rope-theta` went into `--hf-overrides` JSON (`"rope_scaling"`,
+    `"rope_theta"`), as vLLM's own deprecation warning said: the finding names the key, with no
+    fix (whether the key means the same on the target's transformers is for a human to check).
+    A removed flag whose deprecation text named another flag (`--cuda-graph-sizes` ->
+    `--cudagraph-capture-sizes`, `--worker-use-ray` -> `--distributed-executor-backend=ray`)
+    gets that flag in its message, or "remove it" when the launch already sets it. Any other flag
     removed without a successor has no fix: deleting it (and its value) may change what the
     deployment does, so that is left to a human.
     """
@@ -336,7 +352,23 @@ class RemovedOrRenamedFlag(Rule):
                                    fix, launches=[launch], min_release=self.target,
                                    detail=why + " Removing it alone would turn speculative decoding off.")
                 continue
+            moved = MOVED_INTO_JSON.get(name)
+            if moved and moved[0] in cat.options:
+                flag, key = moved
+                yield self.finding(wfile, where, head + f": set \"{key}\" in {flag} instead",
+                                   detail=why + f" vLLM's deprecation said `{opt.name} X` is "
+                                                f"`{flag} '{{\"{key}\": X}}'`; removing it alone would drop that setting.")
+                continue
             takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
+            instead = _named_instead(gone.info.get("dep"), cat)
+            if instead and name not in SAFE_TO_REMOVE:
+                already = launch.has_flag(instead.split("=", 1)[0])
+                yield self.finding(wfile, where,
+                                   head + f": vLLM {self.target_str} will not start; " + (
+                                       f"remove it (`{instead.split('=', 1)[0]}`, which its deprecation named "
+                                       f"instead, is set)" if already else
+                                       f"its deprecation said to use `{instead}` instead"), detail=why)
+                continue
             if name in SAFE_TO_REMOVE and not takes and not opt.inline:
                 edits = remove_args([opt.arg])
                 yield self.finding(wfile, where,
@@ -364,6 +396,14 @@ class RemovedOrRenamedFlag(Rule):
         renamed = hist.data["renamed_flags"]
         base = hist.data["flags"].get(name, {}).get("neg_of", name)
         return renamed.get(base, {}).get("in", "?")
+
+
+def _named_instead(text: str | None, cat) -> str | None:
+    """The flag a removed flag's deprecation text says to use instead, when the target has it."""
+    m = _USE_INSTEAD.search(text or "")
+    if m is None:
+        return None
+    return m.group(1) if m.group(1).split("=", 1)[0] in cat.options else None
 
 
 def _deprecated(text: str | None) -> str:

@@ -97,3 +97,17 @@ def test_vl101_python_proxy_apps(tmp_path, monkeypatch):
         [f] = findings(case, "--select", "VL101", "--fail-level", "info", tmp_path=tmp_path / str(i),
                        monkeypatch=monkeypatch)
         assert f["severity"] == "info" and "custom P/D proxy" in f["message"]
+
+
+def test_vl302_names_where_a_removed_flag_went(tmp_path, monkeypatch):
+    """A removed flag with a known successor is not "remove it": deleting `--rope-scaling` would
+    silently drop the context extension it sets (vLLM's deprecation: use --hf-overrides)."""
+    rows = findings("VL302/successor-named-not-removed", "--target-version", "0.33.0",
+                    tmp_path=tmp_path, monkeypatch=monkeypatch)
+    by_line = {r["line"]: r for r in rows if r["code"] == "VL302"}
+    assert by_line[5]["message"].endswith('set "rope_scaling" in --hf-overrides instead')
+    assert "`--hf-overrides '{\"rope_scaling\": X}'`" in by_line[5]["detail"]
+    assert by_line[6]["message"].endswith('set "rope_theta" in --hf-overrides instead')
+    assert by_line[7]["message"].endswith("its deprecation said to use `--cudagraph-capture-sizes` instead")
+    assert by_line[8]["message"].endswith("remove it (`--reasoning-parser`, which its deprecation named instead, is set)")
+    assert not any(r["fixable"] for r in by_line.values())     # named, never written: no fix
