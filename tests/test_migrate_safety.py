@@ -333,3 +333,25 @@ def test_a_ray_workers_image_moves_with_the_head_it_joins(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     _migrate(tmp_path)
     assert (tmp_path / "fleet.yaml").read_text() == text.replace("v0.11.0", "v0.30.0")
+
+
+def test_no_fix_is_written_into_python_test_code(tmp_path, monkeypatch):
+    """Found on Tandemn-Labs/tandemn-tuna: `migrate` removed a flag from the command strings of
+    four tests' fixtures (data fed to the code under test), not from the template the code
+    renders. Test code is reported, never edited; the template and the script are fixed."""
+    (tmp_path / "tests").mkdir()
+    test = tmp_path / "tests/test_provider.py"
+    test.write_text('import pytest\n\n\n@pytest.fixture\ndef vllm_cmd():\n'
+                    '    return "vllm serve Qwen/Qwen3-0.6B --port 8001 --disable-log-requests"\n')
+    (tmp_path / "serve.sh").write_text("#!/bin/sh\nexec vllm serve Qwen/Qwen3-0.6B --disable-log-requests\n")
+    (tmp_path / "conftest.py").write_text(
+        'import subprocess\n\n\ndef start():\n'
+        '    return subprocess.Popen(["vllm", "serve", "m", "--disable-log-requests"])\n')
+    before = test.read_text(), (tmp_path / "conftest.py").read_text()
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", "."], catch_exceptions=False)
+    assert (test.read_text(), (tmp_path / "conftest.py").read_text()) == before
+    assert "--disable-log-requests" not in (tmp_path / "serve.sh").read_text()
+    assert "(not fixed: Python test code)" in result.output
+    fixed = CliRunner().invoke(main, ["check", "--target-version", "0.33.0", "--fix", "."], catch_exceptions=False)
+    assert (test.read_text(), (tmp_path / "conftest.py").read_text()) == before, fixed.output

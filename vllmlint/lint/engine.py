@@ -93,6 +93,25 @@ def hold_fixes(findings: list[Finding], hold) -> None:
             f.detail = _join(f.detail, reasons[0])
 
 
+def hold_test_data(findings: list[Finding]) -> None:
+    """No fix is written into Python test code (lint.sources.is_test_code): a command there is
+    mostly data, a fixture's string or an expected value, and editing it leaves the code that
+    builds the real command as it was (found on Tandemn-Labs/tandemn-tuna: `migrate` removed a
+    flag from four tests' fixtures and not from the template the provider renders). Reported,
+    not fixed, whatever the rule; the release gates and image bumps keep test code out too."""
+    from .sources import is_test_code
+
+    for f in findings:
+        fix = f.fix
+        if fix is None or not any(is_test_code(e.file) for e in fix.edits):
+            continue
+        f.fix, f.fixable = None, False
+        f.message += " (not fixed: Python test code)"
+        f.detail = _join(f.detail, "A command in Python test code is usually data a test asserts on or passes to "
+                                   "the code under test; fix the code that builds the command, and this by hand "
+                                   "if the test starts vLLM itself.")
+
+
 def _join(*parts: str) -> str:
     return " ".join(p for p in parts if p)
 
@@ -113,6 +132,8 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
     elif gate:
         explicit = settings is not None and getattr(settings, "target_explicit", False) and rules
         gate_fixes_by_release(findings, tuple(rules[0].target) if explicit else None)
+    if gate:
+        hold_test_data(findings)
     if project.charts:          # a fix in a chart's values must render as exactly that change
         from ..parsers.helm import verify_fixes
         verify_fixes(project.charts, findings)

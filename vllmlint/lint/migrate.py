@@ -10,6 +10,7 @@ from ..model.record import record
 
 from ..model.launch import KUBEAI_VIA, Edit, Fix, SourceFile
 from .project import Project
+from .sources import is_test_code
 from ..knowledge.images import parse_tag
 from ..knowledge.versions import fmt, parse_version
 
@@ -26,15 +27,6 @@ class Bump:
     edit: Edit | None      # None: left for a human (digest-pinned image)
     why_not: str = ""
     named: object = None   # the trace.Named it bumps: its launches, its release, where
-
-
-_TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
-
-
-def is_test_code(source: SourceFile) -> bool:
-    """Python test code: an image string there is data a test asserts on, not a deployment
-    (`assert engine["image"] == "vllm/vllm-openai:v0.6.3"`): bumping it breaks the test."""
-    return source.kind == "python" and bool(_TEST_PATH_RE.search(source.display.replace("\\", "/")))
 
 
 _SIBLING_VALUE_RE = re.compile(r"^[ \t]*(?:-[ \t]+)?[\"']?(?P<key>[\w.\-]+)[\"']?[ \t]*[:=][ \t]*[\"']?v?(?P<v>\d+\.\d+\.\d+)[\"']?[ \t]*(?:#.*)?$")
