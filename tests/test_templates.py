@@ -64,6 +64,52 @@ def test_terraform_cloud_init_yaml():
     assert ("${model}", True) in argv(launch)
 
 
+def test_format_spans_fields_and_escapes():
+    text = 'x={{ "a": {n} }}, port={port}, {obj.attr[0]!r:>8}'
+    escapes, fields = templates.format_spans(text)
+    assert [text[s:e] for s, e in fields] == ["{n}", "{port}", "{obj.attr[0]!r:>8}"]
+    assert [text[s:e] for s, e in escapes] == ["{{", "}}"]
+
+
+@pytest.mark.parametrize("text", [
+    "no fields at all",
+    "a JSON map {\"a\": 1}",              # a brace that opens no field
+    "a lone } brace {x}",
+    "nested {x:{width}}",
+    "unclosed {x",
+])
+def test_format_spans_refuses_what_str_format_would_not_render(text):
+    assert templates.format_spans(text) is None
+
+
+@pytest.mark.parametrize("name, text, engine", [
+    ("vllm.yaml.tpl", "run: vllm serve {model}\n", "format"),
+    ("start.sh.tpl", "exec vllm serve ${model}\n", "terraform"),       # Terraform syntax wins
+    ("start.sh.tftpl", "exec vllm serve {model}\n", "terraform"),      # the name says Terraform
+    ("start.sh.j2", "exec vllm serve {{ model }}\n", "jinja"),
+    ("helpers.tpl", '{{- define "x" -}}\n', "terraform"),             # Go: no single-brace field
+])
+def test_template_engine(name, text, engine):
+    assert templates.template_engine(name, text) == engine
+
+
+def test_format_python_template_parses_and_fields_are_dynamic():
+    """Found on Tandemn-Labs/tandemn-tuna: a `str.format` template of a Modal app was reported as
+    a Python syntax error (exit 2); its fields are now placeholders, `{{` a brace, and a field
+    alone on its line (a fragment of code) a blank."""
+    parsed = parse_source(source("format-template-python", "server.py.tpl", "python"))
+    [launch] = parsed.launches
+    assert argv(launch)[2:5] == [("{model}", True), ("--max-model-len", False), ("{max_model_len}", True)]
+    assert ("--disable-log-requests", False) in argv(launch)
+
+
+def test_format_yaml_and_shell_templates():
+    [launch] = parse_source(source("format-template-yaml", "service.yaml.tpl", "yaml")).launches
+    assert ("{model}", True) in argv(launch) and ("--swap-space", False) in argv(launch)
+    [launch] = parse_source(source("format-template-shell", "launch.sh.tpl", "shell")).launches
+    assert ("{port}", True) in argv(launch) and ("--disable-log-requests", False) in argv(launch)
+
+
 @pytest.mark.parametrize("name, head, kind", [
     ("start-vllm.sh.tftpl", b"exec vllm serve ${model}\n", "shell"),
     ("serve.py.j2", b"import subprocess\nsubprocess.run(['vllm', 'serve'])\n", "python"),

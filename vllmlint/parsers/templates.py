@@ -1,5 +1,8 @@
-"""Templates of YAML, shell and Python: Terraform (`*.tftpl`, `*.tpl`) and Jinja2 (`*.j2`,
-`*.jinja`, `*.jinja2`).
+"""Templates of YAML, shell and Python: Terraform (`*.tftpl`, `*.tpl`), Jinja2 (`*.j2`,
+`*.jinja`, `*.jinja2`), and brace-format templates (a `*.tpl` / `*.template` written for
+Python's `str.format`: `--model {model}`, `{{` and `}}` for literal braces; found on
+Tandemn-Labs/tandemn-tuna, whose `vllm_server.py.tpl` and `vllm.yaml.tpl` were reported as
+files that do not parse).
 
 A template is read as the file it renders, with every branch kept (as Helm charts are read before
 rendering, parsers/helm.py): directives (`%{ for x in xs ~}`, `%{ endif }`, `{% if %}`,
@@ -32,6 +35,53 @@ def engine_of(name: str) -> str | None:
         if lower.endswith(suffix):
             return engine
     return None
+
+
+# a str.format replacement field: a name, then attributes or indexes, a conversion, a plain spec
+_FORMAT_FIELD_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]{}]*\])*(?:![rsa])?(?::[^{}]*)?")
+
+
+def format_spans(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+    """(escapes `{{` / `}}`, fields `{name}`) of a text written for `str.format`, or None when it
+    is not one: a lone `}`, a `{` that opens no field (a JSON or YAML flow mapping), a nested
+    spec, or no field at all. Python's own format parser gives no offsets, hence this scan."""
+    escapes: list[tuple[int, int]] = []
+    fields: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    while True:
+        a, b = text.find("{", i), text.find("}", i)
+        if a < 0 and b < 0:
+            break
+        if b >= 0 and (a < 0 or b < a):         # a `}` outside a field: only `}}` is allowed
+            if not text.startswith("}}", b):
+                return None
+            escapes.append((b, b + 2))
+            i = b + 2
+            continue
+        if text.startswith("{{", a):
+            escapes.append((a, a + 2))
+            i = a + 2
+            continue
+        end = text.find("}", a)
+        if end < 0 or not _FORMAT_FIELD_RE.fullmatch(text, a + 1, end):
+            return None
+        fields.append((a, end + 1))
+        i = end + 1
+    return (escapes, fields) if fields and i <= n else None
+
+
+def template_engine(name: str, text: str) -> str | None:
+    """The engine a template file is written for: by its name, except that a `.tpl` /
+    `.template` holding no Terraform syntax but `str.format` fields is a brace-format one."""
+    engine = engine_of(name)
+    if name.lower().endswith((".tpl", ".template")) and not _TERRAFORM_SYNTAX_RE.search(text) \
+            and format_spans(text) is not None:
+        return "format"
+    return engine
+
+
+# Terraform's `${x}` / `%{ if }`; `${{HOME}}` is a format template's `$` before an escaped brace
+_TERRAFORM_SYNTAX_RE = re.compile(r"[$%]\{(?!\{)")
 
 
 def inner_kind(name: str) -> str | None:
@@ -70,9 +120,12 @@ JINJA_RE = re.compile(r"\{[{%#]")
 
 
 def spans(text: str, engine: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """(directives, interpolations) of a template: character spans."""
+    """(directives, interpolations) of a template: character spans. A brace-format template's
+    escapes are its directives (each stands for one brace)."""
     directives: list[tuple[int, int]] = []
     interpolations: list[tuple[int, int]] = []
+    if engine == "format":
+        return format_spans(text) or ([], [])
     if engine == "terraform":
         for m in TERRAFORM_RE.finditer(text):
             if directives and m.start() < directives[-1][1] or interpolations and m.start() < interpolations[-1][1]:
@@ -95,24 +148,43 @@ def spans(text: str, engine: str) -> tuple[list[tuple[int, int]], list[tuple[int
 
 def _stand_in(text: str, s: int, e: int, kind: str) -> str:
     n = e - s
+    if kind == "python" and _alone(text, s, e):
+        # `{experimental_options_line}` alone in a call's arguments: a fragment of code, gone
+        return re.sub(r"[^\r\n]", " ", text[s:e])
     if kind == "shell":
         return "${" + "_" * (n - 3) + "}" if n >= 4 else "_" * n      # a parameter expansion
     if kind == "python":
         return "_" * n                                                # a name
-    line_start = text.rfind("\n", 0, s) + 1
-    line_end = text.find("\n", e)
-    alone = not text[line_start:s].strip() and not text[e:line_end if line_end >= 0 else len(text)].strip()
-    if alone:                                  # `${yamlencode(var.args)}` on its own line: gone
+    if _alone(text, s, e):                     # `${yamlencode(var.args)}` on its own line: gone
         return re.sub(r"[^\r\n]", " ", text[s:e])
     # `$___`: a plain scalar anywhere (no flow indicator), and a run-time expansion to the shell
     # reader of a script written in a YAML string (`runcmd: [docker run ... IMAGE:${tag}]`)
     return "$" + "".join("_" if c not in "\r\n" else c for c in text[s + 1:e])
 
 
+def _alone(text: str, s: int, e: int) -> bool:
+    line_start = text.rfind("\n", 0, s) + 1
+    line_end = text.find("\n", e)
+    return not text[line_start:s].strip() and not text[e:line_end if line_end >= 0 else len(text)].strip()
+
+
 def mask(text: str, engine: str, kind: str) -> tuple[str, list[tuple[int, int]]]:
     """The template as its kind's reader accepts it (same length), and its interpolations' spans."""
     directives, interpolations = spans(text, engine)
     out = list(text)
+    if engine == "format":
+        # `{{` renders `{`: a blank and the brace (`}}`: the brace, a blank); a token or value
+        # that holds one is known only as written (its span is returned with the fields)
+        for s, _ in directives:
+            if text[s] == "}":
+                out[s:s + 2] = ["}", " "]
+            elif kind == "shell" and s and text[s - 1] == "$":      # `${{HOME}}`: an expansion still
+                out[s:s + 2] = ["{", "_"]
+            else:
+                out[s:s + 2] = [" ", "{"]
+        for s, e in interpolations:
+            out[s:e] = _stand_in(text, s, e, kind)
+        return "".join(out), sorted(directives + interpolations)
     for s, e in directives:
         for i in range(s, e):
             if out[i] not in "\r\n":
@@ -175,7 +247,7 @@ def unmask(parsed: ParsedFile, file: SourceFile, template_spans: list[tuple[int,
 
 def read_template(source: SourceFile, kind: str) -> ParsedFile:
     """A shell or Python template read as the file it renders (YAML templates: yamlfile.py)."""
-    engine = engine_of(source.path.name) or "jinja"
+    engine = template_engine(source.path.name, source.text) or "jinja"
     masked, template_spans = mask(source.text, engine, kind)
     parsed = embedded.read_view(source, kind, masked)
     if parsed is None:

@@ -69,6 +69,9 @@ class YamlParser(KubernetesResources, ComposeServices, ContainerArgv, YamlNodes)
         elif templates.engine_of(self.source.path.name) == "terraform" and ("${" in text or "%{" in text):
             text, jinja = templates.mask(text, "terraform", "yaml")     # `%{ for }` blank, `${x}` a placeholder
             terraform = (text, jinja)
+        elif templates.template_engine(self.source.path.name, text) == "format":
+            text, jinja = templates.mask(text, "format", "yaml")        # `{port}` a placeholder, `{{` a brace
+            terraform = (text, jinja)
         masked, self.templated = mask_templates(text)
         self.templated = sorted(self.templated + jinja)
         try:
