@@ -719,3 +719,36 @@ def test_python_check_does_not_import_libcst(tmp_path, args):
     assert "LAUNCHES-OK" in proc.stdout
     if args[0] == "launches":
         assert "--swap-space" in proc.stdout and "--max-model-len" in proc.stdout
+
+
+def _codes(tmp_path, text: str, *args: str) -> list[tuple[int, str, str]]:
+    from click.testing import CliRunner
+    from vllmlint.cli import main
+
+    (tmp_path / "serve.py").write_text(textwrap.dedent(text))
+    out = CliRunner().invoke(main, ["check", "--format", "json", *args, str(tmp_path)], catch_exceptions=False)
+    return [(r["line"], r["code"], r["message"]) for r in json.loads(out.stdout)]
+
+
+def test_engine_keywords_are_field_names_not_abbreviations(tmp_path):
+    """Found on robbypambudi/ray-vllm-benchmark: `LLM(**{"disable_log_stats": False})` was "not a
+    vLLM option" (read as `--no-disable-log-stats`, which the command line lacks), and `device=`
+    was read as an abbreviation of `--device-ids`: engine arguments take field names exactly."""
+    found = _codes(tmp_path, """\
+        from vllm import LLM
+        config = {"model": "m", "disable_log_stats": False, "enforce_eager": False, "device": "cuda",
+                  "max_model": 4096}
+        llm = LLM(**config)
+        """, "--target-version", "0.30.0")
+    assert not [f for f in found if "disable-log-stats" in f[2] or "enforce-eager" in f[2]], found
+    [device] = [f for f in found if "`--device`" in f[2]]
+    assert device[1] == "VL302" and "--device-ids" not in device[2]
+    [abbrev] = [f for f in found if "max-model" in f[2]]
+    assert abbrev[1] == "VL301" and "abbreviation" not in abbrev[2]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 reads PEP 701 f-strings")
+def test_a_pep_701_f_string_says_which_python_reads_it():
+    with pytest.raises(ParseError) as err:
+        parse_python(src('print(f"{", ".join(["a", "b"])}")\nimport vllm\n'))
+    assert "run vllmlint on 3.12 or later" in err.value.reason

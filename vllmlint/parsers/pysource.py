@@ -66,10 +66,22 @@ def _parse(text: str) -> tuple[ast.Module, bool]:
             deepest = max(deepest, depth)
         if deepest > MAX_NESTING:
             raise too_deep from None
-        raise ParseError(err.lineno or 1, f"Python syntax error: {err.msg}") from None
+        raise ParseError(err.lineno or 1, f"Python syntax error: {err.msg}{_newer_syntax(err)}") from None
     except ValueError as err:
         raise ParseError(1, f"Python syntax error: {err}") from None
     return tree, nul
+
+
+def _newer_syntax(err: SyntaxError) -> str:
+    """Why a file may still be valid Python: an f-string error before 3.12 is often PEP 701
+    syntax (quotes reused inside the braces), which only 3.12's parser reads (found on
+    robbypambudi/ray-vllm-benchmark: a valid 3.12 script was an E000 on 3.11)."""
+    import sys
+
+    if sys.version_info < (3, 12) and str(err.msg).startswith("f-string"):
+        return (f" (Python 3.12 reads f-strings that reuse their quotes; this is Python "
+                f"{sys.version_info[0]}.{sys.version_info[1]}: run vllmlint on 3.12 or later to read this file)")
+    return ""
 
 
 class _TooDeep(Exception):

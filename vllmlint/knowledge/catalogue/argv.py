@@ -192,6 +192,8 @@ def _options(launch: Launch, cat: Catalogue) -> list[Opt]:
         if v.startswith("--"):
             base, dot, sub = head.partition(".")
             m = cat.match(base)
+            if m.kind != "exact" and getattr(arg, "keyword_style", None):
+                m = _keyword_match(cat, base, m)
             value = None
             if eq:
                 value = _inline(arg, len(head) + 1)
@@ -213,6 +215,22 @@ def _options(launch: Launch, cat: Catalogue) -> list[Opt]:
             i += 1
         out.append(Opt(i_of(arg, argv, i), arg, head, None, bool(eq), value, m))
     return out
+
+
+_NO_MATCH = Match("unknown", None, None)
+
+
+def _keyword_match(cat: Catalogue, base: str, m: Match) -> Match:
+    """How an engine-API keyword or key (`LLM(x=...)`, Ray Serve `engine_kwargs`, Triton's
+    model.json) is read: the engine arguments take field names exactly, so no argparse
+    abbreviation (`device=` is not `--device-ids`), and `x=False` (read as `--no-x`) is the field
+    `x` whether or not the command line has a `--no-x` (found on robbypambudi/ray-vllm-benchmark:
+    `LLM(**{"disable_log_stats": False})` was "not a vLLM option")."""
+    if base.startswith("--no-"):
+        positive = cat.match("--" + base[5:])
+        if positive.kind == "exact":
+            return positive
+    return _NO_MATCH if m.kind in ("prefix", "ambiguous") else m
 
 
 def i_of(arg: Arg, argv: list[Arg], after: int) -> int:
