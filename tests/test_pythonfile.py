@@ -752,3 +752,20 @@ def test_a_pep_701_f_string_says_which_python_reads_it():
     with pytest.raises(ParseError) as err:
         parse_python(src('print(f"{", ".join(["a", "b"])}")\nimport vllm\n'))
     assert "run vllmlint on 3.12 or later" in err.value.reason
+
+
+def test_a_string_under_a_descriptive_dict_key_is_text_not_a_launch():
+    """Found on robbypambudi/ray-vllm-benchmark: `"deployment_equivalent": f"vllm serve ..."` in a
+    status dict was a launch, and `migrate` appended a flag to it. A key with a word such as
+    `equivalent`, `example`, `description` holds text about a command; `command` still runs one."""
+    pf = parse_python(src('''\
+        import subprocess
+        def info(model):
+            return {"deployment_equivalent": f"vllm serve {model} --tensor-parallel-size 2",
+                    "example": "vllm serve m --swap-space 4",
+                    "usage_hint": "vllm serve m --port 8000"}
+        JOBS = {"command": "vllm serve m --swap-space 4"}
+        def run():
+            subprocess.run(JOBS["command"], shell=True)
+        '''))
+    assert [values(l)[:4] for l in pf.launches] == [["vllm", "serve", "m", "--swap-space"]]

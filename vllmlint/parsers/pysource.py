@@ -27,6 +27,16 @@ TEXT_FUNCS = {"print", "log", "debug", "info", "warning", "warn", "error", "exce
               "sub", "subn", "findall", "finditer", "compile", "add_argument", "Exception",
               "ValueError", "RuntimeError", "TypeError", "KeyError", "AssertionError", "SystemExit"}
 TEXT_KEYWORDS = {"help", "description", "epilog", "usage", "msg", "message", "doc", "title"}
+# a dict key with one of these words holds text about a command, not one that runs
+# (`"deployment_equivalent": f"vllm serve {model} ..."` in a status dict: found on
+# robbypambudi/ray-vllm-benchmark, where `migrate` appended a flag to two such strings)
+DESCRIPTIVE_KEY_WORDS = TEXT_KEYWORDS | {"equivalent", "example", "examples", "hint", "note", "notes", "comment",
+                                         "summary", "explanation", "caption", "tooltip", "docs"}
+_KEY_WORD_RE = re.compile(r"[a-z0-9]+")
+
+
+def descriptive_key(key: str) -> bool:
+    return any(w in DESCRIPTIVE_KEY_WORDS for w in _KEY_WORD_RE.findall(key.lower()))
 JSON_DUMPS_KW = {"indent", "separators", "sort_keys", "ensure_ascii"}
 LIST_MUTATORS = {"remove", "pop", "clear", "sort", "reverse", "__setitem__", "__delitem__"}
 LINE_RE = re.compile(r"\r\n|\r|\n")

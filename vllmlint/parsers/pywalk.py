@@ -12,7 +12,7 @@ from ..model.launch import Arg, EnvEntry, ParsedFile, SourceFile
 from .pysource import (Chain, Dyn, FORMAT_FIELD_RE, JSON_DUMPS_KW, Lit, MAX_NESTING, PERCENT_FIELD_RE, Scope,
                        StringCandidate, TEXT_FUNCS, TEXT_KEYWORDS, _Arg, _GAP_RE, _IDENT_RE, _LEAF_BELOW, _LISTISH,
                        _Offsets, _STRINGISH, _Tok, _TooDeep, _add_operands, _call_args, _children, _fields, _last_name,
-                       _literal, _literal_end, _string_tokens, decode_body)
+                       _literal, _literal_end, _string_tokens, decode_body, descriptive_key)
 # node type -> (visit, leave) methods of the composed parser: filled by pythonfile.py once the
 # readers are mixed in (a module global: the walk looks it up once per node)
 _VISITS: dict = {}
@@ -247,6 +247,11 @@ class ParserBase:
         parent = self.stack[-2] if len(self.stack) > 1 else None
         if isinstance(parent, ast.Expr):
             return True
+        if type(parent) is ast.Dict:            # `"example": "vllm serve ..."`: text about a command
+            node = self.stack[-1]
+            for k, v in zip(parent.keys, parent.values):
+                if v is node:
+                    return type(k) is ast.Constant and isinstance(k.value, str) and descriptive_key(k.value)
         if isinstance(parent, _Arg):
             if parent.keyword is not None and parent.keyword in TEXT_KEYWORDS:
                 return True
