@@ -111,3 +111,15 @@ def test_changed_defaults_are_listed_and_pinned_with_keep_defaults(tmp_path):
     assert "image: vllm/vllm-openai:v0.33.0" in yaml_text
     again = invoke("check", "--select", "VL307", "--target-version", "0.33.0", "--fail-level", "info", str(tree))
     assert again.exit_code == 0, again.stdout
+
+
+def test_a_release_older_than_the_catalogue_is_said(tmp_path, monkeypatch):
+    """vLLM 0.4.2 predates the oldest catalogued release (0.6.6): the chain starts there and says
+    that what changed before it is not checked (found on a repository still on v0.4.2)."""
+    (tmp_path / "run.sh").write_text("#!/bin/sh\ndocker run --gpus all vllm/vllm-openai:v0.4.2 --model m\n")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("migrate", "--to", "0.33.0", "--diff", ".")
+    said = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert "vLLM 0.4.2 is older than the oldest release vllmlint knows (0.6.6)" in said
+    quiet = invoke("migrate", "--from", "0.27.0", "--to", "0.33.0", "--diff", ".")
+    assert "older than the oldest release" not in quiet.output

@@ -384,6 +384,10 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     say = (lambda s: click.echo(s, err=True)) if diff else click.echo
     if len(steps) > 1:
         say(f"  from vLLM {fmt(from_version)} ({origin}), {len(steps)} steps: {', '.join(fmt(v) for v in steps)}")
+    before_catalogue = _before_catalogue(from_version)
+    if before_catalogue:
+        say(before_catalogue)
+    if len(steps) > 1:
         final = {step_key(f) for f in outcome.findings}
         idle: list = []           # consecutive steps with nothing to say: one line (`steps 0.9.0-0.28.0`)
 
@@ -456,6 +460,23 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
                                                      outcome.findings, left, diff, silent, unread))
         click.echo(f"Report written to {report_file}.", err=True)
     sys.exit(2 if errors else (1 if outcome.findings or left or (diff and changed) else 0))
+
+
+def _before_catalogue(from_version) -> str:
+    """A migration from a release older than the oldest catalogued one: what changed in between
+    is not known, so the chain cannot vouch for it (found on DoanNgocCuong/MiniProd_NLP2_...: a
+    vllm/vllm-openai:v0.4.2 launch migrated to 0.33.0 with no word that 0.4.2-0.6.6 was unread)."""
+    from .knowledge.catalogue import versions
+    from .knowledge.versions import fmt, parse_version
+
+    if not from_version:
+        return ""
+    oldest = min((parse_version(v) for v in versions()), default=None)
+    if oldest is None or tuple(from_version) >= oldest:
+        return ""
+    return (f"  vLLM {fmt(from_version)} is older than the oldest release vllmlint knows ({fmt(oldest)}): flags, "
+            f"variables and defaults that changed before {fmt(oldest)} are not checked; read vLLM's release notes "
+            f"for those releases")
 
 
 def _rehearse(path, from_version, origin, to_version, steps, timeout) -> None:
