@@ -55,6 +55,7 @@ class PythonModuleMoved(Rule):
     `python -m`.
     """
 
+    fixes_code = True              # an import statement: applied in test code too (Rule.fixes_code)
     code = "VL306"
     name = "python-module-moved"
     severity = "error"

@@ -347,10 +347,13 @@ def test_no_fix_is_written_into_python_test_code(tmp_path, monkeypatch):
     (tmp_path / "conftest.py").write_text(
         'import subprocess\n\n\ndef start():\n'
         '    return subprocess.Popen(["vllm", "serve", "m", "--disable-log-requests"])\n')
+    # an import is code that runs: VL306 (Rule.fixes_code) still moves it in test code
+    (tmp_path / "tests/server.py").write_text("from vllm.entrypoints.openai.cli_args import make_arg_parser\n")
     before = test.read_text(), (tmp_path / "conftest.py").read_text()
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", "."], catch_exceptions=False)
     assert (test.read_text(), (tmp_path / "conftest.py").read_text()) == before
+    assert "vllm.entrypoints.common.cli_args" in (tmp_path / "tests/server.py").read_text()
     assert "--disable-log-requests" not in (tmp_path / "serve.sh").read_text()
     assert "(not fixed: Python test code)" in result.output
     fixed = CliRunner().invoke(main, ["check", "--target-version", "0.33.0", "--fix", "."], catch_exceptions=False)

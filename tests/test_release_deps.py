@@ -385,3 +385,31 @@ def test_requirements_pin_is_the_hosts_not_a_containers(tmp_path):
     assert "release 0.13.0 from pin vllm==0.13.0" in lines[".github/workflows/e2e.yml"], out
     assert "release 0.13.0" not in lines["deploy/k8s/serve.yaml"], out
     assert all("release 0.13.0" not in line for name, line in lines.items() if name == "cr.yaml"), out
+
+
+@pytest.mark.parametrize("pyproject, release", [
+    ('[project]\nname = "x"\ndependencies = ["ray[default]>=2.40", "vllm==0.13.0"]\n', "0.13.0"),
+    ('[tool.poetry.dependencies]\npython = "^3.11"\nvllm = "0.13.0"\n', "0.13.0"),
+    ('[tool.poetry.dependencies]\nvllm = {version = "==0.13.0", extras = ["audio"]}\n', "0.13.0"),
+    ('[project]\ndependencies = ["vllm>=0.13.0"]\n', None),                          # a range: unknown
+    ('[project.optional-dependencies]\nllm = ["vllm==0.13.0"]\n', None),              # an extra may not be installed
+    ('[dependency-groups]\ntest = ["vllm==0.13.0"]\n', None),
+    ('[project\ndependencies = ["vllm==0.13.0"]\n', None),                             # not TOML
+])
+def test_pyproject_pin_is_the_release_of_the_projects_launches(pyproject, release, tmp_path):
+    """Found on LQR471814/x.vllm-distributed: a Makefile runs `uv run vllm serve`, pyproject.toml
+    (and uv.lock) pin vllm==0.13.0; the launch's release was unknown, so `migrate --to 0.33.0`
+    would have written 0.33.0's config into a project that still installs 0.13.0."""
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    (tmp_path / "Makefile").write_text("serve:\n\tuv run vllm serve m --disable-log-requests\n")
+    said = run(["launches", "."], tmp_path).output
+    if release is None:
+        assert "release 0." not in said, said
+        return
+    assert f"release {release} from pin vllm=={release} in " in said and "/pyproject.toml" in said, said
+    before = snapshot(tmp_path)
+    result = run(["migrate", "--to", "0.33.0", "."], tmp_path)
+    assert snapshot(tmp_path) == before            # neither the pin nor the launch is edited
+    assert "which `migrate` does not bump (a lock file resolves it): bump the pin and re-lock" in result.output
+    checked = run(["check", "--target-version", "0.33.0", "."], tmp_path)
+    assert "runs 0.13.0 today, the pin vllm==0.13.0 in" in checked.output and "re-lock" in checked.output

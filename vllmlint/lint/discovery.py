@@ -32,7 +32,7 @@ class Candidate:
     """A file to check: where it is, how it is reported, and what kind of file it is."""
     path: Path        # absolute
     display: str      # as reported: the argument joined with the relative path
-    kind: str         # dockerfile | yaml | shell | make | just | systemd | python | requirements | triton
+    kind: str         # dockerfile | yaml | shell | make | just | systemd | python | requirements | pyproject | triton
     explicit: bool = False   # named on the command line (not found by walking a folder)
     unsaved: bool = False    # an editor buffer with no file on disk yet: read from the buffer alone
 
@@ -59,6 +59,8 @@ def classify(path: Path, head: bytes) -> str | None:
         return "python"
     if re.match(r"^requirements.*\.(txt|in)$", lower):
         return "requirements"
+    if lower == "pyproject.toml":
+        return "pyproject"      # its `vllm==X` dependency says the release of the launches it installs
     if b"\0" in head[:MAX_SNIFF]:
         return None
     if lower == "model.json" and _triton_config(path):

@@ -59,6 +59,12 @@ def gate_fixes_by_release(findings: list[Finding], assumed: tuple[int, int, int]
                                        f"vllmlint cannot tell whether the fixed config works on what runs today "
                                        f"(it needs {fmt(fix.min_release)}); fix it when you move to a tagged release.")
             continue
+        if older and older[0].release_from.endswith("/pyproject.toml") and not older[0].image:
+            launch = older[0]          # migrate does not bump a pyproject.toml pin (migrate.pinned_by_project)
+            f.fix, f.fixable = None, False
+            f.message += (f" (runs {fmt(launch.release)} today, the {launch.release_from}: bump it to "
+                          f"{fmt(fix.min_release)} or later and re-lock, then `vllmlint check --fix`)")
+            continue
         if older:
             launch = older[0]
             f.fix, f.fixable, f.withheld = None, False, f"migrate {fmt(fix.min_release)}"
@@ -93,17 +99,18 @@ def hold_fixes(findings: list[Finding], hold) -> None:
             f.detail = _join(f.detail, reasons[0])
 
 
-def hold_test_data(findings: list[Finding]) -> None:
+def hold_test_data(findings: list[Finding], code_rules: set = frozenset()) -> None:
     """No fix is written into Python test code (lint.sources.is_test_code): a command there is
     mostly data, a fixture's string or an expected value, and editing it leaves the code that
     builds the real command as it was (found on Tandemn-Labs/tandemn-tuna: `migrate` removed a
     flag from four tests' fixtures and not from the template the provider renders). Reported,
-    not fixed, whatever the rule; the release gates and image bumps keep test code out too."""
+    not fixed, except by a rule whose fixes edit code that runs (`Rule.fixes_code`: VL306's
+    imports); the release gates and image bumps keep test code out too."""
     from .sources import is_test_code
 
     for f in findings:
         fix = f.fix
-        if fix is None or not any(is_test_code(e.file) for e in fix.edits):
+        if fix is None or f.code in code_rules or not any(is_test_code(e.file) for e in fix.edits):
             continue
         f.fix, f.fixable = None, False
         f.message += " (not fixed: Python test code)"
@@ -133,7 +140,7 @@ def analyse(project: Project, rules: list[Rule], unsafe: bool = False, settings=
         explicit = settings is not None and getattr(settings, "target_explicit", False) and rules
         gate_fixes_by_release(findings, tuple(rules[0].target) if explicit else None)
     if gate:
-        hold_test_data(findings)
+        hold_test_data(findings, {r.code for r in rules if getattr(r, "fixes_code", False)})
     if project.charts:          # a fix in a chart's values must render as exactly that change
         from ..parsers.helm import verify_fixes
         verify_fixes(project.charts, findings)

@@ -292,7 +292,7 @@ def explanations(arguments: list[str], candidates: list, project, every: bool) -
         if Path(arg).is_file() and arg not in known:
             out.append(not_read(arg))
     for cand in candidates:
-        if not (every or cand.explicit) or cand.display in problems or cand.kind == "requirements":
+        if not (every or cand.explicit) or cand.display in problems or cand.kind in ("requirements", "pyproject"):
             continue
         source = parsed.get(cand.path)
         if source is None or source.path in with_launch:

@@ -154,6 +154,9 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
 
     if launch.via.startswith(KUBEAI_VIA) and kubeai and id(launch) not in kubeai:
         return "KubeAI runs it with the image of a resource profile this tree does not define"
+    if pinned_by_project(launch):
+        return (f"its release is the {launch.release_from}, which `migrate` does not bump (a lock file "
+                f"resolves it): bump the pin and re-lock (`uv lock`, `poetry lock`)")
     image = kubeai[id(launch)][0] if id(launch) in kubeai else launch.image
     if image and "$" not in image and "{{" not in image and parse_image(image) is None:
         return f"its image `{image}` is a placeholder: which vLLM build it runs is not known"
@@ -187,6 +190,14 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
     return f"it runs {image}, set where `migrate` finds no tag to bump"
 
 
+def pinned_by_project(launch) -> bool:
+    """A launch whose release is a pyproject.toml pin (releases.pyproject_pins): `uv run` or
+    `poetry run` installs what the lock file resolves, and `migrate` edits neither file, so the
+    launch keeps that release (found on LQR471814/x.vllm-distributed: `uv run vllm serve` in a
+    Makefile, `vllm==0.13.0` in pyproject.toml and uv.lock)."""
+    return not launch.image and launch.release_from.endswith("/pyproject.toml")
+
+
 def hold_back(target: tuple[int, int, int], hold=None):
     """migrate's gate: a fix that needs a release (`min_release`) is held on a launch the
     migration does not move to `target` (stays_behind): it would change what that launch's
@@ -200,7 +211,7 @@ def hold_back(target: tuple[int, int, int], hold=None):
             hold_fixes(findings, hold)
 
         held = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
-                any(l.image or l.via.startswith(KUBEAI_VIA) for l in f.fix.launches)]
+                any(l.image or l.via.startswith(KUBEAI_VIA) or pinned_by_project(l) for l in f.fix.launches)]
         if not held:
             return
         reached, unread = trace(project)

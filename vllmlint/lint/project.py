@@ -100,6 +100,10 @@ def gate(source: SourceFile) -> str | None:
     return None
 
 
+# read, never parsed as launches: what they say is the release of the launches they install
+OTHER_KINDS = ("requirements", "pyproject")
+
+
 def parse_source(source: SourceFile) -> ParsedFile | None:
     parse = parser_for(source.kind)
     if parse is None:
@@ -200,7 +204,7 @@ def _read_and_parse(cand: Candidate, override: str | SourceFile | None):
             source = _read(cand, override)
         except Unreadable as err:
             return "problem", Problem(cand.display, err.line, err.reason, err.concerns_vllm)
-    if cand.kind == "requirements":
+    if cand.kind in OTHER_KINDS:
         return "other", source
     try:
         parsed = parse_source(source)
@@ -327,7 +331,7 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
             except Unreadable as err:
                 results[i] = "problem", Problem(cand.display, err.line, err.reason, err.concerns_vllm)
                 continue
-            hit = cache.get(source) if cand.kind != "requirements" else None
+            hit = cache.get(source) if cand.kind not in OTHER_KINDS else None
             if hit is not None:
                 results[i] = "cached", hit
                 continue

@@ -35,6 +35,9 @@ class Rule:
     # deployment graph or other files. Such a rule runs in the worker processes that parse a big
     # tree (lint/project.py), so findings travel back instead of every launch being re-read here.
     per_launch: bool = False
+    # True: the rule's fixes edit code that runs (imports), never a command held as a string, so
+    # they are applied in Python test code too (lint.engine.hold_test_data holds the others)
+    fixes_code: bool = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

