@@ -769,3 +769,12 @@ def test_a_string_under_a_descriptive_dict_key_is_text_not_a_launch():
             subprocess.run(JOBS["command"], shell=True)
         '''))
     assert [values(l)[:4] for l in pf.launches] == [["vllm", "serve", "m", "--swap-space"]]
+
+
+def test_a_dict_under_an_assert_is_still_prose():
+    pf = parse_python(src('''\
+        import vllm
+        def test_x(build):
+            assert build() == {"command": "vllm serve m --swap-space 4"}
+        '''))
+    assert pf.launches == []

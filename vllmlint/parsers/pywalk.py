@@ -45,6 +45,7 @@ class ParserBase:
         self.returns: dict[str, list[Chain | None]] = {}   # function name -> the argv lists it returns
         self.dicts: dict[str, object] = {}                   # name -> the dict literal last bound to it
         self.containers: list[tuple] = []                 # docker SDK `containers.run(...)` calls
+        self._dict_keys: dict[int, dict] = {}              # id(dict node) -> id(value) -> its key (is_prose)
 
     # -- positions -------------------------------------------------------------------------
 
@@ -248,10 +249,12 @@ class ParserBase:
         if isinstance(parent, ast.Expr):
             return True
         if type(parent) is ast.Dict:            # `"example": "vllm serve ..."`: text about a command
-            node = self.stack[-1]
-            for k, v in zip(parent.keys, parent.values):
-                if v is node:
-                    return type(k) is ast.Constant and isinstance(k.value, str) and descriptive_key(k.value)
+            keys = self._dict_keys.get(id(parent))
+            if keys is None:                    # once per dict: a data dict may hold thousands
+                keys = self._dict_keys[id(parent)] = {id(v): k for k, v in zip(parent.keys, parent.values)}
+            k = keys.get(id(self.stack[-1]))
+            if type(k) is ast.Constant and isinstance(k.value, str) and descriptive_key(k.value):
+                return True
         if isinstance(parent, _Arg):
             if parent.keyword is not None and parent.keyword in TEXT_KEYWORDS:
                 return True
