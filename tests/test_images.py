@@ -9,6 +9,7 @@ from vllmlint.knowledge.images import is_vllm_image, parse_image, parse_tag
     "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1", "rocm/vllm:latest", "rocm/vllm-dev:nightly",
     "lmcache/vllm-openai:2025-05-27", "opea/vllm:1.2", "quay.io/someone/vllm-openai:v0.8.5",
     "${VLLM_IMAGE:-vllm/vllm-openai:v0.29.0}", "vllm/vllm-openai@sha256:" + "a" * 64, "localhost:5000/vllm/vllm-openai:v0.30.0",
+    "vllm-cpu-env", "vllm-cpu-env:latest", "registry.example.com/ml/vllm-cpu-env:v0.9.0",    # vLLM's CPU guide's tag
 ])
 def test_vllm_images(ref):
     assert is_vllm_image(ref)
@@ -17,7 +18,7 @@ def test_vllm_images(ref):
 @pytest.mark.parametrize("ref", [
     "lmsysorg/sglang:v0.4.6", "ghcr.io/huggingface/text-generation-inference:3.0", "ollama/ollama",
     "nvcr.io/nvidia/tritonserver:24.08-trtllm-python-py3", "pytorch/torchserve-kfs:0.9.0", "kserve/router:v0.15.0",
-    "python:3.11", "$IMAGE", "", None, "ghcr.io/ggerganov/llama.cpp:server",
+    "python:3.11", "$IMAGE", "", None, "ghcr.io/ggerganov/llama.cpp:server", "acme/vllm-cpu-env-tools:1.0",
 ])
 def test_not_vllm_images(ref):
     assert not is_vllm_image(ref)
@@ -48,3 +49,16 @@ def test_parse_image():
 def test_parse_tag(tag, version, variant, exact, bumped):
     t = parse_tag(tag)
     assert (t.version, t.variant, t.exact, t.bumped((0, 30, 0))) == (version, variant, exact, bumped)
+
+
+def test_the_cpu_guides_image_given_arguments_is_a_launch(tmp_path):
+    """vLLM's CPU installation guide builds Dockerfile.cpu as `vllm-cpu-env` and runs it with
+    engine arguments only (found on dbrugger946/rh-ibm-ai-various: `podman run ... vllm-cpu-env:latest
+    --model=...` was no launch)."""
+    from click.testing import CliRunner
+    from vllmlint.cli import main
+
+    (tmp_path / "run.sh").write_text("podman run --rm -p 8000:8000 -e VLLM_CPU_KVCACHE_SPACE=30 \\\n"
+                                     "  vllm-cpu-env:latest --model=ibm-granite/granite-3.2-2b --dtype=bfloat16\n")
+    out = CliRunner().invoke(main, ["launches", str(tmp_path)], catch_exceptions=False).output
+    assert "serve (script): vllm serve --model=ibm-granite/granite-3.2-2b --dtype=bfloat16" in out, out

@@ -28,6 +28,8 @@ BUILTIN_VLLM_IMAGES = (
     "*/vllm-openai-*",
     "*vllm-cpu-release-repo",
     "*vllm-cpu-release-repo/*",
+    "vllm-cpu-env",                    # vLLM's CPU guide: `docker build -f docker/Dockerfile.cpu --tag vllm-cpu-env`
+    "*/vllm-cpu-env",
     "rocm/vllm",
     "rocm/vllm-*",
     "rocm/vllm-dev",
@@ -48,7 +50,10 @@ BUILTIN_VLLM_IMAGES = (
 #   * opea/vllm, opea/vllm-gaudi, ...: OPEA's vLLM builds (vLLM's Dockerfile.cpu, HabanaAI's fork
 #     for Gaudi); OPEA's own compose files give them engine arguments only
 #     (`command: --model $LLM_MODEL_ID --host 0.0.0.0 --port 80`);
-#   * `vllm-openai`, `vllm-openai-*` without a namespace: a local build of vLLM's Dockerfile.
+#   * `vllm-openai`, `vllm-openai-*` without a namespace: a local build of vLLM's Dockerfile;
+#   * `vllm-cpu-env`: the tag vLLM's CPU installation guide builds Dockerfile.cpu's `vllm-openai`
+#     target as and runs with engine arguments only (`docker run ... vllm-cpu-env --model=M`;
+#     found on dbrugger946/rh-ibm-ai-various, whose podman scripts ran it).
 SERVER_ENTRYPOINT_IMAGES = (
     "vllm-openai",
     "vllm-openai-*",
@@ -58,6 +63,8 @@ SERVER_ENTRYPOINT_IMAGES = (
     "*/vllm-openai-*",
     "*vllm-cpu-release-repo",
     "*vllm-cpu-release-repo/*",
+    "vllm-cpu-env",
+    "*/vllm-cpu-env",
     "lmcache/vllm-openai",
     "opea/vllm",
     "opea/vllm-*",
