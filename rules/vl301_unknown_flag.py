@@ -12,6 +12,17 @@ def _meant(written: str, flag: str) -> bool:
     return len(written.lstrip("-")) >= MEANT_SHARE * len(flag.lstrip("-"))
 
 
+def _compilation_shorthand(opt, cat) -> str | None:
+    """`-O.cudagraph_mode` written for vLLM <= 0.11, where `-O` was `--compilation-config`'s alias:
+    the long dotted spelling of the same field, when the target's `-O` is no longer that alias
+    (found on nebius/nebius-ps-services: `-O.cudagraph_mode=NONE` beside a v0.11.0 image)."""
+    if not opt.name.startswith("-O.") or len(opt.name) < 4 or "--compilation-config" not in cat.options:
+        return None
+    if cat.options.get("-O") == "--compilation-config":
+        return None
+    return "--compilation-config" + opt.name[2:]
+
+
 class UnknownFlag(Rule):
     """A flag the target vLLM release does not accept (or accepts only as an abbreviation).
 
@@ -49,7 +60,9 @@ class UnknownFlag(Rule):
     something else.
     Safe for abbreviations: the option is rewritten to the full flag argparse already expands it
     to, so the release behaves exactly as before. Unknown and ambiguous options have no fix:
-    which flag was meant is a decision.
+    which flag was meant is a decision. `-O.field`, written for vLLM <= 0.11 where `-O` was the
+    short name of `--compilation-config` (from 0.12.0 it is `--optimization-level`), is rewritten
+    to `--compilation-config.field`: safe, the same field on every release.
     """
 
     code = "VL301"
@@ -110,6 +123,17 @@ class UnknownFlag(Rule):
                     f"write the full flag",
                     detail=f"It could be {', '.join(f'`{c}`' for c in m.candidates)} (argparse: "
                            f"`ambiguous option`).")
+                continue
+            moved = _compilation_shorthand(opt, cat)
+            if moved:
+                edit = opt.rename(moved)
+                yield self.finding(
+                    wfile, where,
+                    f"`{opt.name}` is not a vLLM {self.target_str} option: `-O` is `--optimization-level` from "
+                    f"vLLM 0.12.0 on, no longer `--compilation-config`; write `{moved}`",
+                    Fix([edit], f"write {moved}") if edit else None, launches=[launch],
+                    detail="Up to vLLM 0.11, `-O` was the short name of `--compilation-config`, so "
+                           f"`{opt.name}` set a field of it; `{moved}` sets the same field on every release.")
                 continue
             added = hist.flag_added_after(name, self.target) if name.startswith("--") else None
             if added:
