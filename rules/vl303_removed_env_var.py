@@ -19,7 +19,7 @@ def _consumed(entry) -> bool:
     text, name = entry.file.text, entry.name
     if entry.span:
         text = text[:entry.span[0]] + text[entry.span[1]:]
-    return re.search(r"\$\{?" + re.escape(name) + r"(?![A-Za-z0-9_])", text) is not None
+    return re.search(r"\$[{(]?" + re.escape(name) + r"(?![A-Za-z0-9_])", text) is not None
 
 
 def _vllm_named(project, hist) -> list:
@@ -86,7 +86,9 @@ class RemovedEnvVar(Rule):
     reaches that does not set the flag already; a boolean flag is added for a true value and
     nothing for a false one; a value the flag does not accept, or one known only at run time,
     leaves it to a human. A variable that was renamed gets its new name. A variable nothing
-    replaces is removed: the target ignores it anyway. Settings that reach no launch vllmlint
+    replaces is removed: the target ignores it anyway. No fix when the same file also expands
+    the variable itself (`$NAME`, `${NAME}`, Kubernetes' `$(NAME)`): removing the setting would
+    change that expansion too. Settings that reach no launch vllmlint
     sees are only reported.
     """
 
@@ -124,7 +126,15 @@ class RemovedEnvVar(Rule):
                         continue
                 gone = hist.env_removed(name, self.target)
                 if gone is not None:
-                    yield self._removed(cat, entry, gone)
+                    finding = self._removed(cat, entry, gone)
+                    if finding.fix is not None and _consumed(entry):
+                        # the script expands it too (`--x="${VLLM_ATTENTION_BACKEND}"`): removing
+                        # the setting would change that as well (found on nebius/nebius-ps-services)
+                        finding.fix, finding.fixable = None, False
+                        finding.message += f" (not fixed: {entry.file.display} also reads ${name})"
+                        finding.detail = (finding.detail + f" The file expands ${name} itself, so removing the "
+                                          f"setting changes that too: move it by hand.").strip()
+                    yield finding
                     continue
                 added = hist.env_added_after(name, self.target)
                 if added:

@@ -149,10 +149,10 @@ class KubernetesResources:
         (`docker run $VLLM_IMAGE`)."""
         if not self._hint_outside_launches(doc.start_mark.index, doc.end_mark.index):
             return          # the cheap test first: most documents have no loose script
-        stack: list[tuple[yaml.Node, dict[str, str], str | None]] = [(doc, {}, None)]
+        stack: list[tuple[yaml.Node, dict[str, str], str | None, list]] = [(doc, {}, None, [])]
         seen: set[int] = set()
         while stack:
-            node, variables, image = stack.pop()
+            node, variables, image, inherited = stack.pop()
             if id(node) in seen:
                 continue
             seen.add(id(node))
@@ -162,15 +162,34 @@ class KubernetesResources:
                     variables = dict(variables)
                     variables.update({k.value: v.value for k, v in env.value
                                       if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)})
+                envs = self._task_envs(node, owner)
+                if envs is not None:
+                    env, entries = envs
+                    inherited = inherited + entries
+                    variables = dict(variables)
+                    variables.update({e.name: e.value for e in entries if e.value is not None})
                 image = _task_image(node) or image
                 # values of `env:`/`variables:` are data, not commands
-                stack.extend((v, variables, image) for k, v in reversed(node.value)
+                stack.extend((v, variables, image, inherited) for k, v in reversed(node.value)
                              if not (v is env and isinstance(env, yaml.MappingNode)) and scalar(k) not in PROSE_KEYS)
             elif isinstance(node, yaml.SequenceNode):
-                stack.extend((v, variables, image) for v in reversed(node.value))
+                stack.extend((v, variables, image, inherited) for v in reversed(node.value))
             elif (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed
                   and (LAUNCH_HINT_RE().search(node.value) or SCRIPT_HINT_RE().search(node.value))):
-                self._loose_script(node, owner, variables, image)
+                self._loose_script(node, owner, variables, image, inherited)
+
+    def _task_envs(self, node: yaml.MappingNode, owner: str):
+        """A SkyPilot task's `envs:` (a map beside its `run:`/`setup:`): SkyPilot exports them to
+        both scripts, so they are the env of every launch there, each entry removable with its
+        line (found on nebius/nebius-ps-services: `VLLM_ATTENTION_BACKEND: FLASH_ATTN`, which
+        vLLM ignores from 0.15.0 on, was never checked). (node, entries) or None."""
+        at = pair(node, "envs")
+        if at is None or not isinstance(at[1], yaml.MappingNode) or \
+                (get(node, "run") is None and get(node, "setup") is None):
+            return None
+        entries = self.map_env(at[1], at, f"envs of SkyPilot task {owner}")
+        self.pf.env.extend(entries)
+        return at[1], entries
 
     def _hint_outside_launches(self, start: int, end: int) -> bool:
         """A launch or script hint in text[start:end] that is not inside a command already read
@@ -190,14 +209,14 @@ class KubernetesResources:
         return False
 
     def _loose_script(self, node: yaml.ScalarNode, owner: str, variables: dict[str, str],
-                      image: str | None = None) -> None:
+                      image: str | None = None, inherited: list | None = None) -> None:
         offs = self.offsets(node)
         if offs is None:
             return
         line = node.start_mark.line + 1
         self._anchor = (node.start_mark.index, node.start_mark.index)
         scan = scan_shell(self.source, node.value, offs, context=f"script at line {line} ({owner})",
-                          group=f"{self.source.display}:{line}", variables=variables,
+                          group=f"{self.source.display}:{line}", variables=variables, inherited_env=inherited,
                           image=image if image and is_vllm_build(image) else None)     # says its release
         self._add(scan.launches, [])
         self.pf.env.extend(scan.env)
