@@ -36,9 +36,11 @@ import identity  # noqa: E402
 # test code; aadb258's Rule.fixes_code keeps VL306's import moves there), f20b169 (brace-format
 # templates read), 923f897 (engine keywords are field names), 571dc76/aadb258 (a descriptive dict
 # key holds text), 7b1e451 (a chain from before the catalogue says so: gen2, redteam), afe25d1
-# (pyproject.toml pins) and 9401918 (vllm-cpu-env is vLLM's: one redteam launch says its tag
-# names no release): the baseline since.
-BASELINE = "9401918"
+# (pyproject.toml pins), 9401918 (vllm-cpu-env is vLLM's: one redteam launch says its tag
+# names no release), 03196d0 (VL301 rewrites `-O.field` to `--compilation-config.field`) and
+# 6779337 (SkyPilot `envs:` reach the launches of `run:`; two corpus launches list them): the
+# baseline since.
+BASELINE = "6779337"
 
 
 @pytest.fixture(scope="module")
