@@ -413,3 +413,42 @@ def test_pyproject_pin_is_the_release_of_the_projects_launches(pyproject, releas
     assert "which `migrate` does not bump (a lock file resolves it): bump the pin and re-lock" in result.output
     checked = run(["check", "--target-version", "0.33.0", "."], tmp_path)
     assert "runs 0.13.0 today, the pin vllm==0.13.0 in" in checked.output and "re-lock" in checked.output
+
+
+@pytest.mark.parametrize("name, text, line", [
+    ("run.sh", "#!/bin/sh\npip install vllm==0.10.0\nexport VLLM_USE_V1=0\nvllm serve m --port 8000\n", 2),
+    ("serve.dstack.yml", "type: service\nenv:\n  - VLLM_USE_V1=0\ncommands:\n  - pip install vllm==0.10.0\n"
+                         "  - vllm serve m --port 8000\n", 5),
+])
+def test_a_script_that_installs_its_vllm_runs_that_release(name, text, line, tmp_path):
+    """Found as a user on a dstack service (`commands: [pip install vllm==0.10.0, vllm serve]`,
+    with `VLLM_USE_V1=0` in its `env:`): the launch's release was unknown, so `migrate` removed
+    VLLM_USE_V1=0 and left the install at 0.10.0, turning the V0 engine into V1. The pin now gives
+    the release; `migrate` does not bump it, so the fix waits and says why."""
+    (tmp_path / name).write_text(text)
+    said = run(["launches", "."], tmp_path).output
+    assert f"release 0.10.0 from pin vllm==0.10.0 installed by {name}:{line}" in said, said
+    before = snapshot(tmp_path)
+    result = run(["migrate", "--to", "0.30.0", "."], tmp_path)
+    assert snapshot(tmp_path) == before
+    assert "which `migrate` does not bump: bump it by hand with the packages installed beside it" in result.output
+
+
+@pytest.mark.parametrize("text", [
+    "#!/bin/sh\n# pip install vllm==0.10.0 (the old way)\nvllm serve m\n",           # a comment
+    "#!/bin/sh\npip install vllm==0.10.0\npip install vllm==0.11.0\nvllm serve m\n",  # two pins: unknown
+    "#!/bin/sh\npip install 'vllm>=0.10.0'\nvllm serve m\n",                       # a range
+])
+def test_a_script_pin_that_says_no_one_release(text, tmp_path):
+    (tmp_path / "run.sh").write_text(text)
+    assert "installed by" not in run(["launches", "."], tmp_path).output
+
+
+def test_a_dstack_env_list_is_the_env_of_its_commands(tmp_path):
+    (tmp_path / "serve.dstack.yml").write_text(
+        "type: service\nimage: vllm/vllm-openai:v0.30.0\nenv:\n  - MODEL=m\n  - VLLM_USE_V1=1\n"
+        "commands:\n  - vllm serve $MODEL --port 8000\n")
+    said = run(["launches", "."], tmp_path).output
+    assert "[env: MODEL=m VLLM_USE_V1=1]" in said, said
+    fixed = run(["check", "--fix", "."], tmp_path)
+    assert "VLLM_USE_V1" not in (tmp_path / "serve.dstack.yml").read_text(), fixed.output

@@ -43,6 +43,7 @@ def gate_fixes_by_release(findings: list[Finding], assumed: tuple[int, int, int]
     (`--target-version`, `target-version` in the settings) for launches whose release nothing
     in the tree says and that run no image of their own that names none."""
     from ..knowledge.versions import fmt
+    from .releases import unbumped_pin
 
     for f in findings:
         fix = f.fix
@@ -59,11 +60,12 @@ def gate_fixes_by_release(findings: list[Finding], assumed: tuple[int, int, int]
                                        f"vllmlint cannot tell whether the fixed config works on what runs today "
                                        f"(it needs {fmt(fix.min_release)}); fix it when you move to a tagged release.")
             continue
-        if older and older[0].release_from.endswith("/pyproject.toml") and not older[0].image:
-            launch = older[0]          # migrate does not bump a pyproject.toml pin (migrate.pinned_by_project)
+        if older and unbumped_pin(older[0]):
+            launch = older[0]          # a pin migrate does not bump (releases.unbumped_pin)
+            relock = " and re-lock" if launch.release_from.endswith("/pyproject.toml") else ""
             f.fix, f.fixable = None, False
             f.message += (f" (runs {fmt(launch.release)} today, the {launch.release_from}: bump it to "
-                          f"{fmt(fix.min_release)} or later and re-lock, then `vllmlint check --fix`)")
+                          f"{fmt(fix.min_release)} or later{relock}, then `vllmlint check --fix`)")
             continue
         if older:
             launch = older[0]

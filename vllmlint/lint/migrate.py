@@ -155,8 +155,11 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
     if launch.via.startswith(KUBEAI_VIA) and kubeai and id(launch) not in kubeai:
         return "KubeAI runs it with the image of a resource profile this tree does not define"
     if pinned_by_project(launch):
-        return (f"its release is the {launch.release_from}, which `migrate` does not bump (a lock file "
-                f"resolves it): bump the pin and re-lock (`uv lock`, `poetry lock`)")
+        if launch.release_from.endswith("/pyproject.toml"):
+            return (f"its release is the {launch.release_from}, which `migrate` does not bump (a lock file "
+                    f"resolves it): bump the pin and re-lock (`uv lock`, `poetry lock`)")
+        return (f"its release is the {launch.release_from}, which `migrate` does not bump: bump it by hand "
+                f"with the packages installed beside it")
     image = kubeai[id(launch)][0] if id(launch) in kubeai else launch.image
     if image and "$" not in image and "{{" not in image and parse_image(image) is None:
         return f"its image `{image}` is a placeholder: which vLLM build it runs is not known"
@@ -191,11 +194,13 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
 
 
 def pinned_by_project(launch) -> bool:
-    """A launch whose release is a pyproject.toml pin (releases.pyproject_pins): `uv run` or
-    `poetry run` installs what the lock file resolves, and `migrate` edits neither file, so the
-    launch keeps that release (found on LQR471814/x.vllm-distributed: `uv run vllm serve` in a
-    Makefile, `vllm==0.13.0` in pyproject.toml and uv.lock)."""
-    return not launch.image and launch.release_from.endswith("/pyproject.toml")
+    """A launch whose release is a pin `migrate` does not bump (releases.unbumped_pin): a
+    pyproject.toml dependency (`uv run` installs what the lock file resolves; found on
+    LQR471814/x.vllm-distributed) or a `pip install vllm==X` in its own script. The launch keeps
+    that release, so the fixes that need the new one wait."""
+    from .releases import unbumped_pin
+
+    return unbumped_pin(launch)
 
 
 def hold_back(target: tuple[int, int, int], hold=None):

@@ -114,6 +114,33 @@ def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> st
 
 
 HOST_KINDS = frozenset({"shell", "python", "make", "just", "systemd"})
+# the kinds whose scripts install what they launch (`pip install vllm==0.10.0` then `vllm serve`):
+# shell and make/just recipes, and YAML that holds scripts (dstack `commands:`, SkyPilot `setup:`)
+INSTALLING_KINDS = frozenset({"shell", "make", "just", "yaml"})
+_INSTALL_LINE_RE = lazy_re(r"^[ \t-]*[^#\n]*\binstall\b[^\n]*$", re.M)
+# where a launch's release comes from a pin `migrate` does not bump (releases.unbumped_pin)
+UNBUMPED = ("/pyproject.toml", " installed by ")
+
+
+def script_pins(text: str) -> dict:
+    """release -> the line of the first `... install ... vllm==X` in a script's text (comments
+    aside): the release a script installs before it launches (found as a user: a dstack service's
+    `commands: [pip install vllm==0.10.0, vllm serve $MODEL]`)."""
+    out: dict = {}
+    if "install" not in text or "vllm" not in text:
+        return out
+    for m in _INSTALL_LINE_RE().finditer(text):
+        for version in pinned_versions(m.group(0)):
+            out.setdefault(version, text.count("\n", 0, m.start()) + 1)
+    return out
+
+
+def unbumped_pin(launch) -> bool:
+    """The launch's release is a pin that `migrate` does not bump: a pyproject.toml dependency (a
+    lock file resolves it) or a `pip install vllm==X` in its own script (the packages installed
+    beside it are not checked there). Its release-dependent fixes wait for a bump by hand."""
+    return not launch.image and launch.release is not None and launch.release_from.endswith(UNBUMPED) \
+        or " installed by " in launch.release_from and not launch.image
 
 
 def runs_host_environment(launch) -> bool:
@@ -162,6 +189,13 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
                 kubeai = kubeai_server_release(project, extra_images)
             launch.release, launch.release_from = kubeai
             continue
+        if launch.file.kind in INSTALLING_KINDS and "vllm" in launch.file.text:
+            pins = script_pins(launch.file.text)
+            if len(pins) == 1:
+                version, line = next(iter(pins.items()))
+                launch.release = version
+                launch.release_from = f"pin vllm=={fmt(version)} installed by {launch.file.display}:{line}"
+                continue
         if not runs_host_environment(launch):
             continue
         folder = launch.file.path.parent

@@ -18,6 +18,10 @@ from ..model.lazyre import lazy_re
 from .embedded import scan_shell     # shell in YAML: read through the door
 
 
+# dstack configurations whose `commands:` run with their `env:` (dstack.ai docs: services, tasks)
+DSTACK_TYPES = frozenset({"service", "task", "dev-environment"})
+
+
 def _task_image(node: yaml.MappingNode) -> str | None:
     """The image a task's scripts run in: dstack and GitLab CI `image: IMG` (GitLab's
     `image: {name: IMG}`), SkyPilot `resources: {image_id: docker:IMG}`."""
@@ -179,17 +183,22 @@ class KubernetesResources:
                 self._loose_script(node, owner, variables, image, inherited)
 
     def _task_envs(self, node: yaml.MappingNode, owner: str):
-        """A SkyPilot task's `envs:` (a map beside its `run:`/`setup:`): SkyPilot exports them to
-        both scripts, so they are the env of every launch there, each entry removable with its
-        line (found on nebius/nebius-ps-services: `VLLM_ATTENTION_BACKEND: FLASH_ATTN`, which
-        vLLM ignores from 0.15.0 on, was never checked). (node, entries) or None."""
+        """A task's own environment, exported to its scripts, so the env of every launch there,
+        each entry removable with its line: a SkyPilot task's `envs:` (a map beside `run:`/
+        `setup:`; found on nebius/nebius-ps-services: `VLLM_ATTENTION_BACKEND`, which vLLM
+        ignores from 0.15.0 on, was never checked) and a dstack run's `env:` (`- NAME=value`
+        items or a map beside `commands:`, with its `type:`). (node, entries) or None."""
         at = pair(node, "envs")
-        if at is None or not isinstance(at[1], yaml.MappingNode) or \
-                (get(node, "run") is None and get(node, "setup") is None):
-            return None
-        entries = self.map_env(at[1], at, f"envs of SkyPilot task {owner}")
-        self.pf.env.extend(entries)
-        return at[1], entries
+        if at is not None and isinstance(at[1], yaml.MappingNode) and \
+                (get(node, "run") is not None or get(node, "setup") is not None):
+            entries = self.map_env(at[1], at, f"envs of SkyPilot task {owner}")
+            self.pf.env.extend(entries)
+            return at[1], entries
+        if scalar(get(node, "type")) in DSTACK_TYPES and isinstance(get(node, "commands"), yaml.SequenceNode):
+            env = get(node, "env")
+            if isinstance(env, (yaml.SequenceNode, yaml.MappingNode)):
+                return env, self.env_entries(node, f"env of dstack {scalar(get(node, 'type'))} {owner}")
+        return None
 
     def _hint_outside_launches(self, start: int, end: int) -> bool:
         """A launch or script hint in text[start:end] that is not inside a command already read
