@@ -419,6 +419,11 @@ def test_pyproject_pin_is_the_release_of_the_projects_launches(pyproject, releas
     ("run.sh", "#!/bin/sh\npip install vllm==0.10.0\nexport VLLM_USE_V1=0\nvllm serve m --port 8000\n", 2),
     ("serve.dstack.yml", "type: service\nenv:\n  - VLLM_USE_V1=0\ncommands:\n  - pip install vllm==0.10.0\n"
                          "  - vllm serve m --port 8000\n", 5),
+    # Modal's image builder (found on DeEvade/ia150x-simpilot, as in Modal's own vLLM example)
+    ("app.py", 'import os\nimport subprocess\n\nimport modal\n\nimage = modal.Image.debian_slim().pip_install(\n'
+               '    "vllm==0.10.0",\n    "huggingface_hub==0.26.2",\n)\napp = modal.App("x")\n\n\n'
+               '@app.function(image=image)\ndef serve():\n    os.environ["VLLM_USE_V1"] = "0"\n'
+               '    subprocess.Popen(["vllm", "serve", "m", "--port", "8000"])\n', 6),
 ])
 def test_a_script_that_installs_its_vllm_runs_that_release(name, text, line, tmp_path):
     """Found as a user on a dstack service (`commands: [pip install vllm==0.10.0, vllm serve]`,

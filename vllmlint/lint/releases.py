@@ -122,14 +122,19 @@ _INSTALL_LINE_RE = lazy_re(r"^[ \t-]*[^#\n]*\binstall\b[^\n]*$", re.M)
 UNBUMPED = ("/pyproject.toml", " installed by ")
 
 
-def script_pins(text: str) -> dict:
+# Modal's image builders: `.pip_install("vllm==0.7.2", ...)`, `.uv_pip_install(...)` (their arguments
+# may span lines); the functions of the file run in that image
+_PY_INSTALL_RE = lazy_re(r"\.(?:uv_)?pip_install\(([^()]*)\)", re.S)
+
+
+def script_pins(text: str, python: bool = False) -> dict:
     """release -> the line of the first `... install ... vllm==X` in a script's text (comments
     aside): the release a script installs before it launches (found as a user: a dstack service's
     `commands: [pip install vllm==0.10.0, vllm serve $MODEL]`)."""
     out: dict = {}
     if "install" not in text or "vllm" not in text:
         return out
-    for m in _INSTALL_LINE_RE().finditer(text):
+    for m in (_PY_INSTALL_RE() if python else _INSTALL_LINE_RE()).finditer(text):
         for version in pinned_versions(m.group(0)):
             out.setdefault(version, text.count("\n", 0, m.start()) + 1)
     return out
@@ -189,8 +194,8 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
                 kubeai = kubeai_server_release(project, extra_images)
             launch.release, launch.release_from = kubeai
             continue
-        if launch.file.kind in INSTALLING_KINDS and "vllm" in launch.file.text:
-            pins = script_pins(launch.file.text)
+        if (launch.file.kind in INSTALLING_KINDS or launch.file.kind == "python") and "vllm" in launch.file.text:
+            pins = script_pins(launch.file.text, python=launch.file.kind == "python")
             if len(pins) == 1:
                 version, line = next(iter(pins.items()))
                 launch.release = version
