@@ -38,9 +38,10 @@ import identity  # noqa: E402
 # key holds text), 7b1e451 (a chain from before the catalogue says so: gen2, redteam), afe25d1
 # (pyproject.toml pins), 9401918 (vllm-cpu-env is vLLM's: one redteam launch says its tag
 # names no release), 03196d0 (VL301 rewrites `-O.field` to `--compilation-config.field`) and
-# 6779337 (SkyPilot `envs:` reach the launches of `run:`; two corpus launches list them): the
-# baseline since.
-BASELINE = "6779337"
+# 6779337 (SkyPilot `envs:` reach the launches of `run:`; two corpus launches list them) and
+# 28a9d07 (a dstack `env:` list reaches its `commands:`: one corpus launch and one VL303 finding;
+# a script's or Modal image's own `vllm==X` install is its release): the baseline since.
+BASELINE = "28a9d07"
 
 
 @pytest.fixture(scope="module")
