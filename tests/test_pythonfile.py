@@ -778,3 +778,36 @@ def test_a_dict_under_an_assert_is_still_prose():
             assert build() == {"command": "vllm serve m --swap-space 4"}
         '''))
     assert pf.launches == []
+
+
+def test_a_modal_image_env_is_the_env_of_the_apps_launches(tmp_path):
+    """Found on DeEvade/ia150x-simpilot (the shape of Modal's own vLLM example):
+    `vllm_image.env({"VLLM_USE_V1": "1"})` is the environment `serve()` runs vLLM with; a removal
+    leaves valid Python. Without `import modal`, an `.env(...)` call is nobody's environment."""
+    from click.testing import CliRunner
+    from vllmlint.cli import main
+
+    app = textwrap.dedent('''\
+        import subprocess
+
+        import modal
+
+        image = modal.Image.from_registry("vllm/vllm-openai:v0.30.0").env({"HF_HUB_ENABLE_HF_TRANSFER": "1"})
+        image = image.env({"VLLM_USE_V1": "1"})
+        app = modal.App("x")
+
+
+        @app.function(image=image)
+        def serve():
+            subprocess.Popen(["vllm", "serve", "m", "--port", "8000"])
+        ''')
+    (tmp_path / "app.py").write_text(app)
+    pf = parse_python(SourceFile(tmp_path / "app.py", "app.py", app, "python"))
+    [launch] = pf.launches
+    assert [(e.name, e.value) for e in launch.env] == [("HF_HUB_ENABLE_HF_TRANSFER", "1"), ("VLLM_USE_V1", "1")]
+    CliRunner().invoke(main, ["check", "--fix", "--target-version", "0.30.0", str(tmp_path)], catch_exceptions=False)
+    fixed = (tmp_path / "app.py").read_text()
+    assert 'image = image.env({})' in fixed
+    compile(fixed, "app.py", "exec")
+    plain = app.replace("import modal\n", "import modalish as modal\n")
+    assert [l.env for l in parse_python(SourceFile(tmp_path / "b.py", "b.py", plain, "python")).launches] == [[]]

@@ -9,6 +9,9 @@ import re
 from ..model.launch import Edit, EnvEntry
 from .pysource import Lit, _GAP_RE, _SEMI_GAP_RE, _STMT_LISTS, _call_args, _skip
 
+# a Modal app: `image.env({...})` is the environment of its functions
+_MODAL_IMPORT_RE = re.compile(r"^[ \t]*(?:import modal\b|from modal\b)", re.M)
+
 
 class EnvReader:
     """environment writes (mixed into pythonfile._Parser)."""
@@ -148,6 +151,12 @@ class EnvReader:
         if len(node.targets) == 1:
             self.env_dict_binding(node.targets[0], node.value)
 
+    def imports_modal(self) -> bool:
+        found = getattr(self, "_imports_modal", None)
+        if found is None:
+            found = self._imports_modal = bool(_MODAL_IMPORT_RE.search(self.text))
+        return found
+
     def env_dict_binding(self, target, value) -> None:
         if isinstance(target, ast.Name) and "env" in target.id.lower():
             self.env_mapping(value, "python env dict")
@@ -202,6 +211,12 @@ class EnvReader:
         for arg in args:
             if arg.keyword == "env":
                 self.env_mapping(arg.value, "python env= argument")
+        if isinstance(func, ast.Attribute) and func.attr == "env" and len(args) == 1 and args[0].keyword is None \
+                and not args[0].star and self.imports_modal():
+            # Modal: `image.env({"VLLM_USE_V1": "1"})` is the environment the functions run with
+            # (found on DeEvade/ia150x-simpilot, as in Modal's own vLLM example)
+            self.env_mapping(args[0].value, "Modal image env")
+            return
         if self.code(func).replace(" ", "") == "os.putenv" and len(args) == 2:
             name = self.literal_key(args[0].value)
             if name:
