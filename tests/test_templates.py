@@ -119,6 +119,10 @@ def test_format_yaml_and_shell_templates():
     ("_helpers.tpl", b'{{- define "vllm.name" -}}\nvllm\n{{- end }}\n', None),     # a Helm partial
     ("start.sh.tftpl", b"exec sglang serve ${model}\n", None),                     # no way vLLM starts
     ("notes.txt.j2", b"vllm serve {{ model }}\n", None),                            # a text, no script
+    # production-stack values as a Terraform template, after a comment (found on brokedba/vllm-lab)
+    ("cpu-values.tpl", b"# a Go template; Terraform fills .VarName\nservingEngineSpec:\n  modelSpec:\n"
+                       b"  - name: tiny\n    repository: vllm/vllm-openai\n    tag: v0.8.5\n", "yaml"),
+    ("notes.tpl", b"# notes\nsummary: vllm serve is started by the chart\n", None),      # no YAML head we read
 ])
 def test_discovery_reads_templates_by_inner_kind(name, head, kind):
     assert classify(Path(name), head) == kind

@@ -20,7 +20,10 @@ YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SHEBANG = lazy_re(rb"^#!\s*\S*?(?:/env\s+)?(?:ba|z|da|k|a)?sh\b")
 PYTHON_SHEBANG = lazy_re(rb"^#!\s*\S*?python")
 MAX_SNIFF = 2048
-TEMPLATE_YAML_HEAD = lazy_re(rb"\s*(?:#cloud-config|apiVersion:|kind:|services:)")
+# a template of YAML: cloud-init, a manifest, a compose file, or production-stack values (a
+# Terraform `.tpl` of `servingEngineSpec:`, found on brokedba/vllm-lab), after comment lines
+TEMPLATE_YAML_HEAD = lazy_re(rb"(?:[ \t]*#(?!cloud-config)[^\n]*\n|\s*\n)*\s*"
+                             rb"(?:#cloud-config|apiVersion:|kind:|services:|servingEngineSpec:)")
 # `dockerfile.py`, `Dockerfile.dockerignore`, `dockerfile.md`: named after Dockerfiles, not ones
 NOT_DOCKERFILE = (".py", ".pyc", ".pyi", ".md", ".rst", ".adoc", ".txt", ".json", ".go", ".rs", ".js", ".ts",
                   ".dockerignore", ".html", ".toml", ".cfg", ".ini", ".lock", ".orig", ".rej", ".bak", ".swp",

@@ -118,8 +118,6 @@ HOST_KINDS = frozenset({"shell", "python", "make", "just", "systemd"})
 # shell and make/just recipes, and YAML that holds scripts (dstack `commands:`, SkyPilot `setup:`)
 INSTALLING_KINDS = frozenset({"shell", "make", "just", "yaml"})
 _INSTALL_LINE_RE = lazy_re(r"^[ \t-]*[^#\n]*\binstall\b[^\n]*$", re.M)
-# where a launch's release comes from a pin `migrate` does not bump (releases.unbumped_pin)
-UNBUMPED = ("/pyproject.toml", " installed by ")
 
 
 # Modal's image builders: `.pip_install("vllm==0.7.2", ...)`, `.uv_pip_install(...)` (their arguments
@@ -144,8 +142,9 @@ def unbumped_pin(launch) -> bool:
     """The launch's release is a pin that `migrate` does not bump: a pyproject.toml dependency (a
     lock file resolves it) or a `pip install vllm==X` in its own script (the packages installed
     beside it are not checked there). Its release-dependent fixes wait for a bump by hand."""
-    return not launch.image and launch.release is not None and launch.release_from.endswith(UNBUMPED) \
-        or " installed by " in launch.release_from and not launch.image
+    if launch.image or launch.release is None:
+        return False
+    return launch.release_from.endswith("/pyproject.toml") or " installed by " in launch.release_from
 
 
 def runs_host_environment(launch) -> bool:
