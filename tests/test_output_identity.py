@@ -41,9 +41,10 @@ import identity  # noqa: E402
 # 6779337 (SkyPilot `envs:` reach the launches of `run:`; two corpus launches list them) and
 # 28a9d07 (a dstack `env:` list reaches its `commands:`: one corpus launch and one VL303 finding;
 # a script's or Modal image's own `vllm==X` install is its release) and the Modal `image.env({...})`
-# commit after it (two corpus Modal apps: VLLM_USE_V1 reported and removed by `migrate`): the
-# baseline since.
-BASELINE = "b5c1999"
+# commit after it (two corpus Modal apps: VLLM_USE_V1 reported and removed by `migrate`), and
+# e00e76b (production-stack values as Terraform templates: 13 redteam launches, their tags bumped):
+# the baseline since.
+BASELINE = "e00e76b"
 
 
 @pytest.fixture(scope="module")
