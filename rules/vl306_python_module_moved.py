@@ -101,12 +101,14 @@ class PythonModuleMoved(Rule):
 
     # -- imports -------------------------------------------------------------------------------
     def _imports(self, pf, cat, hist, project):
-        import ast          # here: only a Python file that imports vLLM is parsed
+        import ast
         source = pf.source
-        try:
-            tree = ast.parse(source.text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return
+        nodes = pf.vllm_imports         # the parser's walk met them (a check parsed it once, not twice)
+        if nodes is None:
+            try:
+                nodes = ast.walk(ast.parse(source.text))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return
         starts = [0] + [m.end() for m in re.finditer("\n", source.text)]
         t = self.target_str
 
@@ -122,7 +124,7 @@ class PythonModuleMoved(Rule):
             m = re.search(r"(?<![\w.])" + re.escape(dotted) + r"(?![\w.])", seg[after:])
             return (a + after + m.start(), a + after + m.end()) if m else None
 
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
                     (node.module == "vllm" or node.module.startswith("vllm.")):
                 fate = self._fate(node.module, cat, hist) if node.module != "vllm" else None
@@ -199,7 +201,7 @@ class PythonModuleMoved(Rule):
                     pins |= pinned_versions(s.text)
             if len(pins) == 1:
                 version = next(iter(pins))
-                return [_Runs(version, f"pin vllm=={fmt(version)} in {folder.name or '.'}/requirements")]
+                return [_Runs(version, f"pin vllm=={fmt(version)} in {folder.name or '.'}/requirements", pf.source)]
             if pins or folder.parent == folder:
                 break
             folder = folder.parent
@@ -229,10 +231,27 @@ class PythonModuleMoved(Rule):
 
 
 class _Runs:
-    """What the release gate reads of a launch (engine.gate_fixes_by_release)."""
+    """A stand-in launch for a Python file that starts no vLLM but imports it: the release of
+    the requirements pin beside it, with what the release gates (engine.gate_fixes_by_release,
+    migrate.hold_back, releases.unbumped_pin) and migrate's report read of a launch. No launch
+    reaches that pin, so `migrate` does not bump it (release_pin "requirements"): a fix that
+    needs a newer release waits for the pin to be bumped by hand. (The gates read a launch's
+    image, which this stand-in lacked: `check` and `migrate` stopped with an AttributeError.)"""
+    image = None
+    via = ""
+    release_unnamed = ""
+    release_pin = "requirements"
+    kind = "other"
+    count = 1
 
-    def __init__(self, release, release_from):
+    def __init__(self, release, release_from, source):
         self.release, self.release_from = release, release_from
+        self.file = source
+        self.span = (0, 0)
+        self.line = 1
+        self.context = "python module"
+        self.pins: list = []
+        self.image_refs: list = []
 
 
 def _v(text):

@@ -358,3 +358,69 @@ def test_no_fix_is_written_into_python_test_code(tmp_path, monkeypatch):
     assert "(not fixed: Python test code)" in result.output
     fixed = CliRunner().invoke(main, ["check", "--target-version", "0.33.0", "--fix", "."], catch_exceptions=False)
     assert (test.read_text(), (tmp_path / "conftest.py").read_text()) == before, fixed.output
+
+
+# --------------------------------------------------------------------------------------------
+# A launch whose release is unknown, beside a pin no launch is linked to
+# --------------------------------------------------------------------------------------------
+SERVE_SH = "#!/bin/bash\nvllm serve Qwen/Qwen3-8B --port 8000 --disable-log-requests\n"
+
+
+def _stray_tree(root: Path, pin: str | None) -> Path:
+    (root / "app/scripts").mkdir(parents=True)
+    (root / "app/scripts/serve.sh").write_text(SERVE_SH)
+    if pin is not None:
+        (root / "app/config").mkdir()
+        (root / "app/config/requirements.txt").write_text(pin)
+    return root
+
+
+def _migrate_to(root: Path, to: str, *args: str):
+    import os
+
+    here = os.getcwd()
+    os.chdir(root)          # paths reported relative to the tree, as a user runs it
+    try:
+        return CliRunner().invoke(main, ["migrate", "--to", to, *args, "."], catch_exceptions=False)
+    finally:
+        os.chdir(here)
+
+
+def test_an_older_pin_no_launch_is_linked_to_holds_the_unknown_launchs_fixes(tmp_path):
+    """The tree pins vLLM in an environment file that is not above the launcher (found on
+    UIUC-Chatbot/llm-serving: `ray_serving/config/requirements.txt` pinned vllm==0.4.2 and
+    `migrate --to 0.33.0` rewrote `ray_serving/models/...` for 0.29.0): the launcher may run that
+    pin, which migrate does not bump, so its release-dependent fixes are reported, not written."""
+    root = _stray_tree(tmp_path, "fastapi\nvllm==0.4.2\n")
+    result = _migrate_to(root, "0.33.0")
+    assert (root / "app/scripts/serve.sh").read_text() == SERVE_SH, result.output
+    assert (root / "app/config/requirements.txt").read_text() == "fastapi\nvllm==0.4.2\n"
+    assert ("not fixed by the migration: its vLLM release is not known, and the tree pins vllm==0.4.2 at "
+            "app/config/requirements.txt:2") in result.output
+    assert "vLLM pins named where no launch reads them (1 place in 1 file)" in result.output
+
+
+@pytest.mark.parametrize("pin", [None, "vllm==0.33.0\n", "# vllm==0.4.2 (the old stack)\nfastapi\n"],
+                         ids=["no pin", "a pin as new as the target", "a pin in a comment"])
+def test_without_an_older_stray_pin_the_named_target_is_what_runs(tmp_path, pin):
+    """Neighbours: nothing in the tree says otherwise, so `--to` states what runs and the fix is
+    written (the policy before), as it is beside a pin at the target or one in a comment."""
+    root = _stray_tree(tmp_path, pin)
+    result = _migrate_to(root, "0.33.0")
+    assert "--disable-log-requests" not in (root / "app/scripts/serve.sh").read_text(), result.output
+
+
+def test_a_module_that_starts_no_vllm_gets_the_release_of_its_pin(tmp_path):
+    """VL306 on a module that starts no vLLM stands in a launch for the requirements pin beside
+    it; the release gates read that stand-in's image, which it lacked: `check` and `migrate`
+    stopped with an AttributeError. No launch reaches that pin, so migrate does not bump it and
+    the import waits for it."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app/requirements.txt").write_text("vllm==0.28.0\n")
+    code = "from vllm.entrypoints.openai.cli_args import make_arg_parser\nprint(make_arg_parser)\n"
+    (tmp_path / "app/tool.py").write_text(code)
+    result = _migrate_to(tmp_path, "0.33.0")
+    assert (tmp_path / "app/tool.py").read_text() == code
+    assert "which `migrate` does not bump: bump it by hand" in result.output, result.output
+    out = CliRunner().invoke(main, ["check", str(tmp_path)], catch_exceptions=False).output
+    assert "VL306" in out and "runs 0.28.0 today, the pin vllm==0.28.0 in app/requirements: bump it to 0.29.0" in out

@@ -231,7 +231,7 @@ def test_sglang_environment_keeps_its_vllm(tmp_path):
     before = snapshot(work)
     result = run(["migrate", "--to", "0.30.0", "--verbose", "."], work)
     assert snapshot(work) == before
-    assert "vLLM images named where no launch reads them (2 places in 2 files)" in result.output
+    assert "vLLM pins named where no launch reads them (2 places in 2 files)" in result.output
     assert "Dockerfile:2: vllm==0.27.0" in result.output and "Dockerfile.base:2: vllm==0.27.0" in result.output
 
 

@@ -159,9 +159,9 @@ def test_load_data_is_safe_load(name, monkeypatch):
     expected = yaml.safe_load(text)
     for front_end in ("", "pyyaml"):
         monkeypatch.setattr(ys, "_FRONT_END", front_end)
-        monkeypatch.setattr(ys, "_LAST_DATA", [None, None])
+        monkeypatch.setattr(ys, "_DATA_BY_TEXT", {})
         assert ys.load_data(text) == expected
-        assert ys.load_data(text) is ys.load_data(text)      # the last text's data is kept
+        assert ys.load_data(text) is ys.load_data(text)      # a text's data is kept
 
 
 def test_load_data_raises_as_safe_load():

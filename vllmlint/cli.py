@@ -332,6 +332,16 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
         if len(paths) > 1:
             raise click.UsageError("--verify rehearses one tree: give one PATH")
         _rehearse((paths or (".",))[0], from_version, origin, to_version, steps, timeout)
+    from contextlib import ExitStack
+
+    from .lint.migrate import incremental
+    from .lint.release_links import keep_repos
+
+    # from here nothing is written before the chain ends: the files release links read on disk
+    # (Dockerfiles that COPY a launcher, compose builds) are read once for every load after this
+    reading = ExitStack()
+    if incremental():
+        reading.enter_context(keep_repos())
     bumps_seen = []
 
     def post_edits(project):
@@ -362,6 +372,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     with _progress(len(candidates) * max(len(steps), 1)):
         chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults},
                           helm_values=helm_values, cache=cache, hold=hold)
+    reading.close()
     outcome = chain.outcome
     for line in file_notes(outcome.project, False):      # a chart that was not rendered
         click.echo(line, err=True)
@@ -435,7 +446,9 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
         for line in grouped_lines(outcome.findings):
             say("  " + line)
     if unread:
-        say(f"Left for a human: vLLM images named where no launch reads them ({plural(len(unread), 'place')} in "
+        from .lint.migrate import unread_title
+
+        say(f"Left for a human: {unread_title(unread)} named where no launch reads them ({plural(len(unread), 'place')} in "
             f"{plural(len({n.file.display for n in unread}), 'file')}); never bumped"
             + (":" if verbose else " (--verbose lists them)"))
         for n in unread if verbose else ():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..model.record import record
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 from ..model.lazyre import lazy_re
 
@@ -39,6 +40,7 @@ BUILTIN_VLLM_IMAGES = (
     "intel/vllm",
     "intelanalytics/ipex-llm-serving-xpu-vllm*",
     "vllm-project/*",
+    "llm-d/llm-d",                     # llm-d's vLLM build (ghcr.io/llm-d/llm-d:0.0.8)
 )
 
 # The builds among those whose entrypoint is vLLM's OpenAI server (`vllm serve`, or the
@@ -53,7 +55,11 @@ BUILTIN_VLLM_IMAGES = (
 #   * `vllm-openai`, `vllm-openai-*` without a namespace: a local build of vLLM's Dockerfile;
 #   * `vllm-cpu-env`: the tag vLLM's CPU installation guide builds Dockerfile.cpu's `vllm-openai`
 #     target as and runs with engine arguments only (`docker run ... vllm-cpu-env --model=M`;
-#     found on dbrugger946/rh-ibm-ai-various, whose podman scripts ran it).
+#     found on dbrugger946/rh-ibm-ai-various, whose podman scripts ran it);
+#   * `llm-d/llm-d`: llm-d's vLLM build; its Dockerfile ends in `ENTRYPOINT ["python3", "-m",
+#     "vllm.entrypoints.openai.api_server"]` and GKE's P/D examples give its pods engine arguments
+#     only (found on llm-on-gke/vllm-inference). Its later images (`llm-d-cuda`, ...) are not
+#     listed: their charts always name `vllm serve`, which is read whatever the image.
 SERVER_ENTRYPOINT_IMAGES = (
     "vllm-openai",
     "vllm-openai-*",
@@ -68,14 +74,16 @@ SERVER_ENTRYPOINT_IMAGES = (
     "lmcache/vllm-openai",
     "opea/vllm",
     "opea/vllm-*",
+    "llm-d/llm-d",
 )
 
 # vLLM builds whose tags number their maker's releases, not vLLM's (OPEA's `opea/vllm:1.3`,
-# `opea/vllm-gaudi:1.22.0`): such a tag names the build, never the vLLM release it runs, and is
+# `opea/vllm-gaudi:1.22.0`, llm-d's `llm-d/llm-d:0.0.8`): such a tag names the build, never the vLLM release it runs, and is
 # never bumped to one. (Plugin images below are the same: their tags are the plugin's versions.)
 FOREIGN_TAG_IMAGES = (
     "opea/vllm",
     "opea/vllm-*",
+    "llm-d/llm-d",
 )
 
 # Images of vLLM with a platform or model plugin that adds its own flags to `vllm serve`
@@ -162,9 +170,15 @@ def is_vllm_image(text: str | ImageRef | None, extra: tuple[str, ...] = ()) -> b
     ref = text if isinstance(text, ImageRef) else parse_image(text)
     if ref is None:
         return False
-    if any(fnmatchcase(ref.path, pattern) for pattern in BUILTIN_VLLM_IMAGES):
+    if _builtin_vllm_path(ref.path):
         return True
     return any(fnmatchcase(ref.path, p) or fnmatchcase(ref.name, p) for p in extra)
+
+
+@lru_cache(maxsize=4096)
+def _builtin_vllm_path(path: str) -> bool:
+    # memoised: the images of a tree repeat, and a migrate asks again at every step
+    return any(fnmatchcase(path, pattern) for pattern in BUILTIN_VLLM_IMAGES)
 
 
 def serves_engine_args(text: str | ImageRef | None) -> bool:
@@ -182,9 +196,14 @@ def tag_is_vllm_release(text: str | ImageRef | None) -> bool:
     ref = text if isinstance(text, ImageRef) else parse_image(text)
     if ref is None:
         return False
-    if any(fnmatchcase(ref.path, pattern) for pattern in FOREIGN_TAG_IMAGES):
+    return _tags_are_vllms(ref.path, ref.name)
+
+
+@lru_cache(maxsize=4096)
+def _tags_are_vllms(path: str, name: str) -> bool:
+    if any(fnmatchcase(path, pattern) for pattern in FOREIGN_TAG_IMAGES):
         return False
-    return not any(fnmatchcase(ref.path, glob) or fnmatchcase(ref.name, glob) for glob in PLUGIN_IMAGES)
+    return not any(fnmatchcase(path, glob) or fnmatchcase(name, glob) for glob in PLUGIN_IMAGES)
 
 
 _TAG_RE = lazy_re(r"^(?P<v>v?)(?P<x>\d+)\.(?P<y>\d+)\.(?P<z>\d+)(?P<n>(?:\.\d+|\.post\d+)?)(?P<variant>-[\w.\-]+)?$")

@@ -10,8 +10,9 @@ name is one row here.
 Triton's vLLM backend is found by its files, not its text: a `model.json` beside a
 `config.pbtxt` that says `backend: "vllm"` (lint/discovery.py, parsers/triton.py).
 
-Beside the image list (knowledge/images.py): every built-in vLLM image path names `vllm`, so the
-first row covers them (a test holds that), and a team's own `vllm-images` globs are added per run.
+Beside the image list (knowledge/images.py): every built-in vLLM image path names `vllm` (the
+first row covers them) or has a row of its own (llm-d's `llm-d/llm-d`); a test holds that, and a
+team's own `vllm-images` globs are added per run.
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ LAUNCH_MARKERS: tuple[Marker, ...] = (
     Marker("Ray Serve LLM apps: `from ray.serve.llm import LLMConfig, build_openai_app`, a RayService "
            "`import_path: ray.serve.llm:build_openai_app` (Ray runs vLLM and never says so)",
            r"\bray\.serve\.llm\b|\bray\.llm\b|\bbuild_openai_app\b|\bbuild_llm_deployment\b", (ALL,)),
+    Marker("llm-d's vLLM build `llm-d/llm-d`, whose entrypoint is vLLM's api_server (knowledge/images.py)",
+           r"\bllm-d/llm-d\b", (ALL,)),
     Marker("KubeAI's Model `engine: VLLM` (the operator starts vLLM)", r"\bengine:\s*VLLM\b", ("yaml",)),
     Marker("P/D proxies and routers (vLLM's reference proxies, apps forwarding kv_transfer_params)",
            r"proxy|kv_transfer_params", ("python",)),

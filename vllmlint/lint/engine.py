@@ -62,7 +62,7 @@ def gate_fixes_by_release(findings: list[Finding], assumed: tuple[int, int, int]
             continue
         if older and unbumped_pin(older[0]):
             launch = older[0]          # a pin migrate does not bump (releases.unbumped_pin)
-            relock = " and re-lock" if launch.release_from.endswith("/pyproject.toml") else ""
+            relock = " and re-lock" if launch.release_pin == "pyproject" else ""
             f.fix, f.fixable = None, False
             f.message += (f" (runs {fmt(launch.release)} today, the {launch.release_from}: bump it to "
                           f"{fmt(fix.min_release)} or later{relock}, then `vllmlint check --fix`)")

@@ -14,7 +14,7 @@ from .sources import is_test_code
 from ..knowledge.images import parse_tag
 from ..knowledge.versions import fmt, parse_version
 
-from .trace import FLOATING_TAG_RE, IMAGE_TAG_RE, PIN_RE, deliberate, overridden_default, trace
+from .trace import FLOATING_TAG_RE, IMAGE_TAG_RE, PIN_RE, commented, deliberate, overridden_default, trace
 
 
 @record
@@ -144,18 +144,25 @@ def unread_names(project: Project, target: tuple[int, int, int] | None = None) -
     return [n for n in unread if target is None or n.release is None or n.release < target]
 
 
+def unread_title(unread: list) -> str:
+    """What the places of `unread_names` are: `vLLM images`, `vLLM pins` or both (a requirements
+    pin no launch runs was counted among the images)."""
+    pins = sum(1 for n in unread if n.how == "pin")
+    return "vLLM pins" if pins == len(unread) else "vLLM images and pins" if pins else "vLLM images"
+
+
 def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines: set = frozenset()) -> str:
     """Why the migration does not move `launch` to `target` (its image is not one `migrate`
     bumps: a fork or vendor build versioned by its own tags, a variant or digest left for a
     human, a tag a comment pins, an image set where no bump reaches), else ""."""
     from ..knowledge.images import is_vllm_image, parse_image
-    from .releases import release_from_image
+    from .releases import release_from_image, unbumped_pin
     from .trace import versioned_by_vllm
 
     if launch.via.startswith(KUBEAI_VIA) and kubeai and id(launch) not in kubeai:
         return "KubeAI runs it with the image of a resource profile this tree does not define"
-    if pinned_by_project(launch):
-        if launch.release_from.endswith("/pyproject.toml"):
+    if unbumped_pin(launch):
+        if launch.release_pin == "pyproject":
             return (f"its release is the {launch.release_from}, which `migrate` does not bump (a lock file "
                     f"resolves it): bump the pin and re-lock (`uv lock`, `poetry lock`)")
         return (f"its release is the {launch.release_from}, which `migrate` does not bump: bump it by hand "
@@ -193,16 +200,6 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
     return f"it runs {image}, set where `migrate` finds no tag to bump"
 
 
-def pinned_by_project(launch) -> bool:
-    """A launch whose release is a pin `migrate` does not bump (releases.unbumped_pin): a
-    pyproject.toml dependency (`uv run` installs what the lock file resolves; found on
-    LQR471814/x.vllm-distributed) or a `pip install vllm==X` in its own script. The launch keeps
-    that release, so the fixes that need the new one wait."""
-    from .releases import unbumped_pin
-
-    return unbumped_pin(launch)
-
-
 def hold_back(target: tuple[int, int, int], hold=None):
     """migrate's gate: a fix that needs a release (`min_release`) is held on a launch the
     migration does not move to `target` (stays_behind): it would change what that launch's
@@ -210,16 +207,20 @@ def hold_back(target: tuple[int, int, int], hold=None):
     blocked (requirements.blocked_launches): their fixes wait too."""
     def gate(project, findings) -> None:
         from .engine import hold_fixes
+        from .releases import unbumped_pin
         from .trace import kubeai_images
 
         if hold is not None:
             hold_fixes(findings, hold)
 
         held = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
-                any(l.image or l.via.startswith(KUBEAI_VIA) or pinned_by_project(l) for l in f.fix.launches)]
-        if not held:
+                any(l.image or l.via.startswith(KUBEAI_VIA) or unbumped_pin(l) for l in f.fix.launches)]
+        loose = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
+                 any(_unknown_host(l) for l in f.fix.launches)]
+        if not held and not loose:
             return
         reached, unread = trace(project)
+        _hold_beside_stray_pins(loose, unread)
         lines = {(n.file.path, n.line) for n in reached + unread}
         kubeai = kubeai_images(project, [l for l in project.launches if l.via.startswith(KUBEAI_VIA)])
         why: dict[int, str] = {}
@@ -234,6 +235,42 @@ def hold_back(target: tuple[int, int, int], hold=None):
                                                     f"it by hand, then run `vllmlint check --fix`.") if p)
                     break
     return gate
+
+
+def _unknown_host(launch) -> bool:
+    """A launch that runs the repository's Python environment and whose release nothing says."""
+    from .releases import runs_host_environment
+
+    return launch.release is None and not launch.release_unnamed and not launch.image \
+        and hasattr(launch, "argv") and runs_host_environment(launch)
+
+
+def _hold_beside_stray_pins(findings: list, unread: list) -> None:
+    """A release-dependent fix on a launch whose release is unknown is held when the tree pins
+    an older vLLM in an environment file no launch is linked to: the launch may well run that
+    pin, which `migrate` does not bump (found on UIUC-Chatbot/llm-serving: `vllm==0.4.2` in
+    `ray_serving/config/requirements.txt`, launchers in `ray_serving/models/`, and `migrate
+    --to 0.33.0` rewrote an import for 0.29.0 beside it). Naming a target states what runs only
+    where nothing in the tree says otherwise."""
+    stray = [n for n in unread if n.how == "pin" and n.release is not None
+             and n.file.kind in ("requirements", "pyproject") and not commented(n)]
+    if not stray:
+        return
+    for f in findings:
+        if f.fix is None:
+            continue
+        older = sorted((n for n in stray if n.release < f.fix.min_release), key=lambda n: n.release)
+        if not older:
+            continue
+        n = older[0]
+        why = (f"its vLLM release is not known, and the tree pins {n.text} at {n.where()}, which no launch "
+               f"is linked to and `migrate` does not bump")
+        f.fix, f.fixable = None, False
+        f.message += f" (not fixed by the migration: {why})"
+        f.detail = " ".join(p for p in (f.detail, f"Not fixed by `migrate`: {why}. If this launch runs that "
+                                        f"environment, bump the pin with this change by hand; if not, tell "
+                                        f"vllmlint its release (a `vllmlint: release=` directive or the "
+                                        f"`releases` setting).") if p)
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,8 +423,13 @@ def _steps(candidates, steps, post_edits, options, helm_values, cache, hold, col
     done: list[Step] = []
     before: set = set()         # step_key of the findings the step before left
     outcome = None
+    # VL307 (SILENT) runs in a step only to pin defaults (--keep-defaults): without that it has no
+    # fix, and its findings are listed apart, from the tree as it is (silent_changes), never from
+    # the steps. So it is not run there (6-9% of a chain's CPU), and its suppressions are not
+    # judged at a step whose release does not yet change the default they are for.
+    keep_silent = bool((options or {}).get("keep_defaults"))
     for i, version in enumerate(steps):
-        rules = list(selected_rules(version, options=options))
+        rules = [r for r in selected_rules(version, options=options) if keep_silent or r.code != SILENT]
         last = i + 1 == len(steps)
         # each step starts from the project the step before converged on: same texts, so the
         # tree is not re-read, and the launch graph and secret values are not derived again
@@ -519,7 +561,7 @@ def markdown_report(to_version, from_version, changed, bumps, fixed, findings, l
         lines.append("")
     if unread:
         files = sorted({n.file.display for n in unread})
-        lines += [f"## vLLM images named where no launch reads them ({plural(len(unread), 'place')} in {plural(len(files), 'file')})", "",
+        lines += [f"## {unread_title(unread)} named where no launch reads them ({plural(len(unread), 'place')} in {plural(len(files), 'file')})", "",
                   "Never bumped: a comment, a docstring, a changelog or prose value, a test's data, or a file "
                   "vllmlint does not read as a launch. Bump by hand what does deploy vLLM:", ""]
         lines += [f"- `{n.where()}`: `{n.text}`" for n in unread]

@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import re
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from pathlib import Path
 
 from ..knowledge.images import is_vllm_image, parse_image, plugin_of
@@ -67,9 +68,11 @@ SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "si
 MAX_SCAN = 4000          # files looked at under one repository root
 
 
+@lru_cache(maxsize=4096)
 def platform_build(image: str | None) -> str:
     """The plugin, fork or vendor a build of vLLM comes from when its tags are not vLLM's
-    (`opea/vllm:1.3` -> "OPEA"), else ""."""
+    (`opea/vllm:1.3` -> "OPEA"), else "". Memoised (a pure function of the reference; a migrate
+    asks again for every launch at every step)."""
     ref = parse_image(image)
     if ref is None:
         return ""
@@ -127,6 +130,7 @@ class Repo:
         self._kinds: dict[str, list[Path]] = {}     # dockerfiles/workflows/composes, listed once
         self._existing: dict[tuple[Path, str], Path | None] = {}
         self._built: dict | None = None
+        self._resolved: dict[Path, Path] = {}
 
     def files(self) -> list[Path]:
         if self._files is None:
@@ -147,6 +151,13 @@ class Repo:
             path = (base / name).resolve()
             self._existing[key] = path if path.is_file() else None
         return self._existing[key]
+
+    def resolved(self, path: Path) -> Path:
+        """path.resolve(), answered once per path (asked per launch at every load of a chain)."""
+        hit = self._resolved.get(path)
+        if hit is None:
+            hit = self._resolved[path] = path.resolve()
+        return hit
 
     def text(self, path: Path) -> str | None:
         if path not in self._texts:
@@ -286,7 +297,8 @@ class keep_repos:
 
     def __enter__(self):
         global KEPT_REPOS
-        self.before, KEPT_REPOS = KEPT_REPOS, {}
+        # nested (a migrate command around its chain): the outer run's repositories stay
+        self.before, KEPT_REPOS = KEPT_REPOS, KEPT_REPOS if KEPT_REPOS is not None else {}
         return self
 
     def __exit__(self, *exc):
@@ -341,7 +353,7 @@ def _common_root(paths: list[Path]) -> Path:
 
 
 def _set(launch: Launch, release, why: str) -> bool:
-    launch.release, launch.release_from = release, why
+    launch.release, launch.release_from, launch.release_pin = release, why, ""
     return True
 
 
@@ -361,7 +373,7 @@ def _directive(launch: Launch) -> bool:
 def _copied_into(launch: Launch, repo: Repo, extra_images) -> bool:
     """A Dockerfile that COPYs/ADDs the launcher's file, or a folder holding it, by name."""
     target = launch.file.path
-    resolved = target.resolve()
+    resolved = repo.resolved(target)
     index = repo.copy_sources()
     hits = []
     for candidate in (resolved, *resolved.parents):

@@ -23,6 +23,7 @@ together with the tag or pin bump (engine.gate_fixes_by_release).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from ..knowledge.images import is_vllm_image, parse_image, parse_tag, tag_is_vllm_release
@@ -82,7 +83,10 @@ EMBEDDED_RELEASE_RE = lazy_re(r"(?:^|[_.-])vllm[_-]?v?(\d+)\.(\d+)\.(\d+)(?!\d)"
 MOVING_TAG_RE = lazy_re(r"^(?:latest|main|nightly[\w.-]*|[0-9a-f]{7,40})$")
 
 
+@lru_cache(maxsize=4096)
 def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) -> tuple[int, int, int] | None:
+    """The release a vLLM image's tag names, else None. Memoised: a pure function of its
+    arguments, asked for every launch at every load of a migrate chain."""
     ref = parse_image(image)
     if ref is None or not is_vllm_image(ref, extra_images):
         return None
@@ -95,6 +99,7 @@ def release_from_image(image: str | None, extra_images: tuple[str, ...] = ()) ->
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
+@lru_cache(maxsize=4096)
 def unnamed_release(image: str | None, extra_images: tuple[str, ...] = ()) -> str:
     """Why the release a vLLM image runs is unknown though the image pins one (a dated or
     custom tag: `rocm/vllm-dev:open-mi300-08052025`), else ""."""
@@ -140,11 +145,9 @@ def script_pins(text: str, python: bool = False) -> dict:
 
 def unbumped_pin(launch) -> bool:
     """The launch's release is a pin that `migrate` does not bump: a pyproject.toml dependency (a
-    lock file resolves it) or a `pip install vllm==X` in its own script (the packages installed
+    lock file resolves it; `uv run` installs what it resolves, found on LQR471814/x.vllm-distributed) or a `pip install vllm==X` in its own script (the packages installed
     beside it are not checked there). Its release-dependent fixes wait for a bump by hand."""
-    if launch.image or launch.release is None:
-        return False
-    return launch.release_from.endswith("/pyproject.toml") or " installed by " in launch.release_from
+    return bool(launch.release_pin) and not launch.image and launch.release is not None
 
 
 def runs_host_environment(launch) -> bool:
@@ -171,9 +174,10 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
             if pins:
                 pinned_in.setdefault(source.path.parent, set()).add(source.kind)
     dockerfile_pins: dict[Path, set] = {}
+    installed_pins: dict[Path, dict] = {}
     kubeai: tuple | None = None
     for launch in project.launches:
-        launch.release, launch.release_from = None, ""
+        launch.release, launch.release_from, launch.release_pin = None, "", ""
         launch.release_unnamed = unnamed_release(launch.image, extra_images)
         version = release_from_image(launch.image, extra_images)
         if version is not None:
@@ -194,10 +198,12 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
             launch.release, launch.release_from = kubeai
             continue
         if (launch.file.kind in INSTALLING_KINDS or launch.file.kind == "python") and "vllm" in launch.file.text:
-            pins = script_pins(launch.file.text, python=launch.file.kind == "python")
+            pins = installed_pins.get(launch.file.path)
+            if pins is None:
+                pins = installed_pins[launch.file.path] = script_pins(launch.file.text, python=launch.file.kind == "python")
             if len(pins) == 1:
                 version, line = next(iter(pins.items()))
-                launch.release = version
+                launch.release, launch.release_pin = version, "script"
                 launch.release_from = f"pin vllm=={fmt(version)} installed by {launch.file.display}:{line}"
                 continue
         if not runs_host_environment(launch):
@@ -209,6 +215,7 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
                 if len(pins) == 1:
                     launch.release = next(iter(pins))
                     where = "pyproject.toml" if pinned_in.get(folder) == {"pyproject"} else "requirements"
+                    launch.release_pin = "pyproject" if where == "pyproject.toml" else ""
                     launch.release_from = f"pin vllm=={fmt(launch.release)} in {folder.name or '.'}/{where}"
                 break
             # up to the nearest requirements folder above it: scripts/run/serve.sh runs the

@@ -124,6 +124,11 @@ def _in_comment(text: str, at: int) -> bool:
     return bool(re.search(r"(?:^|[ \t])#", before))
 
 
+def commented(named: Named) -> bool:
+    """The place is inside a comment of its file (a pin there is no one's: `trace` lists it unread)."""
+    return _in_comment(named.file.text, named.span[0])
+
+
 def _python_code_lines(source: SourceFile) -> set[int] | None:
     """Lines of string literals that are not docstrings (None: the file does not parse)."""
     try:

@@ -356,6 +356,10 @@ class Launch:
     gpu_count: int | None = None       # GPUs it asks for (k8s nvidia.com/gpu, compose count)
     release: tuple[int, int, int] | None = None   # the vLLM release it runs today (lint.releases)
     release_from: str = ""                        # what says so: "image vllm/vllm-openai:v0.29.0"
+    # where that release is pinned when `migrate` does not bump it (lint.releases.unbumped_pin):
+    # "pyproject" (a lock file resolves it), "script" (a `pip install vllm==X` in its own file) or
+    # "requirements" (VL306's stand-in for a module that starts no vLLM: no launch reaches the pin)
+    release_pin: str = ""
     release_unnamed: str = ""  # a pinned image whose tag names no release (lint.releases.unnamed_release)
     via: str = ""              # how it was recognised, when not plain (`via docker run, image $IMAGE = ...`)
     branch: tuple = ()         # shell: the if/case arms it is written in (parsers.shell_lex.exclusive)
@@ -499,6 +503,10 @@ class ParsedFile:
     # (start, end, codes, reason): resources annotated `vllmlint.io/ignore: "VL101,..."`
     ignore_ranges: list[tuple[int, int, list[str], str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)           # what was skipped, for the user
+    # Python: the `import vllm.x` / `from vllm.x import y` statements (ast nodes) the parser's walk
+    # met, in walk order; None where not read (another kind, or a file the walk did not finish).
+    # VL306 reads them instead of parsing the file again.
+    vllm_imports: list | None = None
 
 
 ParserFn = Callable[[SourceFile], ParsedFile]

@@ -63,12 +63,20 @@ def parse_python(source: SourceFile) -> ParsedFile:
         pf = parser.run()
     if not nul:
         imports = [node for _, _, node in sorted(parser.imports, key=lambda x: x[:2])]
+        pf.vllm_imports = [node for _, _, node in parser.imports if _names_vllm(node)]
         _EngineScan(source, tree, pf, parser.env, imports, parser.offsets).run()
         read_proxy(source, tree, pf, parser.offsets.off)
     _break_cycles(parser)
     return pf
 
 
+
+
+def _names_vllm(node) -> bool:
+    """An import statement of a `vllm` module (what VL306 reads)."""
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and bool(node.module) and (node.module == "vllm" or node.module.startswith("vllm."))
+    return any(a.name.startswith("vllm.") for a in node.names)
 
 
 class _Parser(ArgvLists, EnvReader, ContainerCalls, StringCommands, ParserBase):

@@ -161,21 +161,24 @@ class KubernetesResources:
                 continue
             seen.add(id(node))
             if isinstance(node, yaml.MappingNode):
+                data: list = []         # the values of `env:`/`variables:`/`envs:` are data, not commands
                 env = get(node, "env") or get(node, "variables")
                 if isinstance(env, yaml.MappingNode):
+                    data.append(env)
                     variables = dict(variables)
                     variables.update({k.value: v.value for k, v in env.value
                                       if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)})
                 envs = self._task_envs(node, owner)
                 if envs is not None:
-                    env, entries = envs
+                    task_env, entries = envs
+                    if isinstance(task_env, yaml.MappingNode):
+                        data.append(task_env)
                     inherited = inherited + entries
                     variables = dict(variables)
                     variables.update({e.name: e.value for e in entries if e.value is not None})
                 image = _task_image(node) or image
-                # values of `env:`/`variables:` are data, not commands
                 stack.extend((v, variables, image, inherited) for k, v in reversed(node.value)
-                             if not (v is env and isinstance(env, yaml.MappingNode)) and scalar(k) not in PROSE_KEYS)
+                             if not any(v is d for d in data) and scalar(k) not in PROSE_KEYS)
             elif isinstance(node, yaml.SequenceNode):
                 stack.extend((v, variables, image, inherited) for v in reversed(node.value))
             elif (isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed

@@ -1130,22 +1130,29 @@ def c_safe_loader():
     return None if _FRONT_END == "pyyaml" else _C_SAFE_LOADER
 
 
-_LAST_DATA: list = [None, None]     # [text, its data]: the last text load_data read
+# id(text) -> (text, its data): the texts load_data read lately. The text is kept, so its id
+# is not reused while it is here; a file's launches ask one by one, and the loads of a migrate
+# chain ask again for every unchanged file
+_DATA_BY_TEXT: dict[int, tuple[str, object]] = {}
+_DATA_KEPT = 256
 
 
 def load_data(text: str):
     """``yaml.safe_load(text)`` through libyaml's C loader: the same Python objects, ~20x less
     CPU than PyYAML's pure-Python SafeLoader (which ``VLLMLINT_YAML=pyyaml`` keeps, the
-    reference). The last text's data is kept, since a file's launches ask for it one by one:
-    callers read it, never change it. Raises ``yaml.YAMLError`` as safe_load does."""
-    if _LAST_DATA[0] is text:
-        return _LAST_DATA[1]
+    reference). The data of the last texts read is kept (_DATA_BY_TEXT): callers read it, never
+    change it. Raises ``yaml.YAMLError`` as safe_load does."""
+    hit = _DATA_BY_TEXT.get(id(text))
+    if hit is not None and hit[0] is text:
+        return hit[1]
     loader = (c_safe_loader() or yaml.SafeLoader)(text)     # (what yaml.safe_load does, with a safe loader we pick)
     try:
         data = loader.get_single_data()
     finally:
         loader.dispose()
-    _LAST_DATA[:] = [text, data]
+    if len(_DATA_BY_TEXT) >= _DATA_KEPT:
+        _DATA_BY_TEXT.clear()
+    _DATA_BY_TEXT[id(text)] = (text, data)
     return data
 
 

@@ -77,27 +77,42 @@ def requirements(entry: dict, extras: tuple[str, ...] = (), python: str | None =
     """{canonical name: packaging Requirement} of the entry's Requires-Dist that apply to a Linux
     x86_64 install with `extras` (markers evaluated; `python`: the interpreter's X.Y, else the
     markers that name python_version are kept)."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    env = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
-           "os_name": "posix", "implementation_name": "cpython", "platform_python_implementation": "CPython"}
-    if python:
-        env["python_version"] = python
-        env["python_full_version"] = python + ".0"
     out: dict = {}
     for text in entry.get("dist", []):
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if req.marker is not None:
-            marker = str(req.marker)
-            if "python_version" in marker and not python:
-                pass        # kept: which interpreter runs it is not known here
-            elif not any(req.marker.evaluate({**env, "extra": e}) for e in (extras or ("",))):
-                continue
-        out.setdefault(canonical(req.name), req)
+        req = _applying(text, extras, python)
+        if req is not None:
+            out.setdefault(canonical(req.name), req)
     return out
+
+
+@lru_cache(maxsize=8192)
+def _applying(text: str, extras: tuple[str, ...], python: str | None):
+    """One Requires-Dist line parsed, or None when it does not parse or its marker excludes the
+    install `requirements` describes. Memoised: a migrate asks for the same release's ~110 lines
+    once per environment and step (46 times on 200 files: 5,000 parses, 14% of its CPU). The
+    Requirement is shared, so callers only read it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return None
+    if req.marker is not None:
+        marker = str(req.marker)
+        if "python_version" in marker and not python:
+            pass        # kept: which interpreter runs it is not known here
+        else:
+            env = dict(_LINUX_X86_64)
+            if python:
+                env["python_version"] = python
+                env["python_full_version"] = python + ".0"
+            if not any(req.marker.evaluate({**env, "extra": e}) for e in (extras or ("",))):
+                return None
+    return req
+
+
+_LINUX_X86_64 = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
+                 "os_name": "posix", "implementation_name": "cpython", "platform_python_implementation": "CPython"}
 
 
 def exact_pin(req) -> str | None:
