@@ -42,9 +42,11 @@ import identity  # noqa: E402
 # 28a9d07 (a dstack `env:` list reaches its `commands:`: one corpus launch and one VL303 finding;
 # a script's or Modal image's own `vllm==X` install is its release) and the Modal `image.env({...})`
 # commit after it (two corpus Modal apps: VLLM_USE_V1 reported and removed by `migrate`), and
-# e00e76b (production-stack values as Terraform templates: 13 redteam launches, their tags bumped):
-# the baseline since.
-BASELINE = "e00e76b"
+# e00e76b (production-stack values as Terraform templates: 13 redteam launches, their tags bumped),
+# and a59d581 (migrate's "vLLM images named where no launch reads them" says pins when the places
+# are pins: 5 outputs on fixtures and ../shared/corpus, that line only; nothing else differed
+# against 284c9f2 on fixtures, corpus, redteam, gen, gen2): the baseline since.
+BASELINE = "a59d581"
 
 
 @pytest.fixture(scope="module")
