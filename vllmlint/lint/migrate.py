@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from ..model.record import record
 
-from ..model.launch import KUBEAI_VIA, Edit, Fix, SourceFile
+from ..model.launch import KUBEAI_VIA, Edit, Fix, Launch, SourceFile
 from .project import Project
 from .sources import is_test_code
 from ..knowledge.images import parse_tag
@@ -238,11 +238,12 @@ def hold_back(target: tuple[int, int, int], hold=None):
 
 
 def _unknown_host(launch) -> bool:
-    """A launch that runs the repository's Python environment and whose release nothing says."""
+    """A launch that runs the repository's Python environment and whose release nothing says
+    (VL306's stand-in for a module is none: its release is its pin's)."""
     from .releases import runs_host_environment
 
-    return launch.release is None and not launch.release_unnamed and not launch.image \
-        and hasattr(launch, "argv") and runs_host_environment(launch)
+    return isinstance(launch, Launch) and launch.release is None and not launch.release_unnamed \
+        and not launch.image and runs_host_environment(launch)
 
 
 def _hold_beside_stray_pins(findings: list, unread: list) -> None:
