@@ -342,6 +342,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     reading = ExitStack()
     if incremental():
         reading.enter_context(keep_repos())
+        click.get_current_context().call_on_close(reading.close)     # also when the chain raises
     bumps_seen = []
 
     def post_edits(project):

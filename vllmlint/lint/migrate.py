@@ -225,16 +225,22 @@ def hold_back(target: tuple[int, int, int], hold=None):
         kubeai = kubeai_images(project, [l for l in project.launches if l.via.startswith(KUBEAI_VIA)])
         why: dict[int, str] = {}
         for f in held:
+            if f.fix is None:
+                continue            # held already, beside a stray pin
             for launch in f.fix.launches:
                 if id(launch) not in why:
                     why[id(launch)] = stays_behind(launch, target, kubeai, lines)
                 if why[id(launch)]:
-                    f.fix, f.fixable = None, False
-                    f.message += f" (not fixed by the migration: {why[id(launch)]})"
-                    f.detail = " ".join(p for p in (f.detail, f"Not fixed by `migrate`: {why[id(launch)]}; upgrade "
-                                                    f"it by hand, then run `vllmlint check --fix`.") if p)
+                    _withhold(f, why[id(launch)], "; upgrade it by hand, then run `vllmlint check --fix`.")
                     break
     return gate
+
+
+def _withhold(finding, why: str, advice: str) -> None:
+    """The fix is not written by this migration: the finding says why, its detail what to do."""
+    finding.fix, finding.fixable = None, False
+    finding.message += f" (not fixed by the migration: {why})"
+    finding.detail = " ".join(p for p in (finding.detail, f"Not fixed by `migrate`: {why}{advice}") if p)
 
 
 def _unknown_host(launch) -> bool:
@@ -266,12 +272,9 @@ def _hold_beside_stray_pins(findings: list, unread: list) -> None:
         n = older[0]
         why = (f"its vLLM release is not known, and the tree pins {n.text} at {n.where()}, which no launch "
                f"is linked to and `migrate` does not bump")
-        f.fix, f.fixable = None, False
-        f.message += f" (not fixed by the migration: {why})"
-        f.detail = " ".join(p for p in (f.detail, f"Not fixed by `migrate`: {why}. If this launch runs that "
-                                        f"environment, bump the pin with this change by hand; if not, tell "
-                                        f"vllmlint its release (a `vllmlint: release=` directive or the "
-                                        f"`releases` setting).") if p)
+        _withhold(f, why, ". If this launch runs that environment, bump the pin with this change by hand; "
+                          "if not, tell vllmlint its release (a `vllmlint: release=` directive or the "
+                          "`releases` setting).")
 
 
 # --------------------------------------------------------------------------------------------

@@ -144,9 +144,11 @@ def script_pins(text: str, python: bool = False) -> dict:
 
 
 def unbumped_pin(launch) -> bool:
-    """The launch's release is a pin that `migrate` does not bump: a pyproject.toml dependency (a
-    lock file resolves it; `uv run` installs what it resolves, found on LQR471814/x.vllm-distributed) or a `pip install vllm==X` in its own script (the packages installed
-    beside it are not checked there). Its release-dependent fixes wait for a bump by hand."""
+    """The launch's release is a pin that `migrate` does not bump (`Launch.release_pin`): a
+    pyproject.toml dependency (a lock file resolves it; `uv run` installs what it resolves, found
+    on LQR471814/x.vllm-distributed), a `pip install vllm==X` in its own script (the packages
+    installed beside it are not checked there), or the pin beside a module VL306 stands in a
+    launch for. Its release-dependent fixes wait for a bump by hand."""
     return bool(launch.release_pin) and not launch.image and launch.release is not None
 
 
