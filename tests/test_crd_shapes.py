@@ -219,3 +219,68 @@ def test_hf_server_image_running_vllm_serve_itself_is_a_plain_launch(tmp_path):
             "      command: [vllm, serve, org/m, --swap-space, '4']\n")
     rows = launches(tmp_path, {"p.yaml": text})
     assert [(r["kind"], r["argv"]) for r in rows] == [("serve", ["vllm", "serve", "org/m", "--swap-space", "4"])]
+
+
+# -- KServe: a predictor runs the ServingRuntime it names (found on robertgshaw2-neuralmagic/vllm-k8s)
+
+def runtime(name: str, image: str, kind: str = "ServingRuntime", extra: str = "") -> str:
+    return (f"apiVersion: serving.kserve.io/v1alpha1\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n"
+            f"  supportedModelFormats:\n    - name: huggingface\n      autoSelect: true\n"
+            f"  containers:\n    - name: kserve-container\n      image: {image}\n{extra}")
+
+
+def isvc(runtime_name: str, fmt: str = "huggingface") -> str:
+    return (f"apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata:\n  name: chat\nspec:\n"
+            f"  predictor:\n    model:\n      runtime: {runtime_name}\n      modelFormat:\n        name: {fmt}\n"
+            f"      args:\n        - --model=/mnt/models\n        - --disable-log-requests\n")
+
+
+def migrate_diff(tmp_path: Path, to: str = "0.30.0") -> str:
+    result = CliRunner().invoke(main, ["migrate", "--to", to, "--diff", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    return result.output
+
+
+def test_predictor_takes_its_runtimes_image_release_and_env(tmp_path):
+    env = "      env:\n        - name: VLLM_USE_V1\n          value: \"1\"\n"
+    rows = launches(tmp_path, {"all.yaml": runtime("nm-llm", "vllm/vllm-openai:v0.8.5", extra=env) + "---\n"
+                               + isvc("nm-llm")})
+    chat = [r for r in rows if "InferenceService" in r["context"]]
+    # the runtime's name says nothing of vLLM: its image in the same file does
+    assert [r["argv"] for r in chat] == [["vllm", "serve", "--model=/mnt/models", "--disable-log-requests"]]
+    assert chat[0]["release"] == "0.8.5" and chat[0]["env"] == {"VLLM_USE_V1": "1"}
+    assert chat[0]["via"].startswith("via KServe runtime nm-llm")
+    found = check(tmp_path, "--select", "VL302")
+    assert [f["line"] for f in found] == [28] and "runs 0.8.5 today" in found[0]["message"]
+
+
+def test_predictor_and_runtime_in_two_files_migrate_together(tmp_path):
+    (tmp_path / "runtime.yaml").write_text(runtime("nm-vllm", "vllm/vllm-openai:v0.8.5", kind="ClusterServingRuntime"))
+    (tmp_path / "isvc.yaml").write_text(isvc("nm-vllm"))
+    rows = launches(tmp_path, {})
+    assert {r["release"] for r in rows} == {"0.8.5"}
+    diff = migrate_diff(tmp_path)
+    # the tag is bumped because the predictor (another file) runs it, and its flag goes with it
+    assert "-      image: vllm/vllm-openai:v0.8.5\n+      image: vllm/vllm-openai:v0.30.0" in diff
+    assert "-        - --disable-log-requests\n" in diff
+
+
+def test_predictor_of_an_ambiguous_or_absent_runtime_keeps_an_unknown_release(tmp_path):
+    for folder, tag in (("a", "v0.8.5"), ("b", "v0.10.0")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "runtime.yaml").write_text(runtime("team-vllm", f"vllm/vllm-openai:{tag}"))
+    (tmp_path / "isvc.yaml").write_text(isvc("team-vllm"))
+    chat = [r for r in launches(tmp_path, {}) if "InferenceService" in r["context"]]
+    assert len(chat) == 1 and chat[0]["release"] is None      # two runtimes of that name differ: no guess
+    (tmp_path / "isvc.yaml").write_text(isvc("other-vllm"))
+    chat = [r for r in launches(tmp_path, {}) if "InferenceService" in r["context"]]
+    assert len(chat) == 1 and chat[0]["release"] is None
+
+
+def test_predictor_of_a_runtime_that_runs_something_else_is_no_launch(tmp_path):
+    # the runtime's command replaces vLLM's entrypoint (a `sleep` debug pod): its name decides nothing
+    text = runtime("nm-llm", "vllm/vllm-openai:v0.8.5", extra="      command: [sleep]\n      args: [infinity]\n")
+    assert launches(tmp_path, {"all.yaml": text + "---\n" + isvc("nm-llm")}) == []
+    # and KServe's own Hugging Face runtime of that name stays KServe's
+    text = runtime("nm-llm", "kserve/huggingfaceserver:v0.15.2")
+    assert launches(tmp_path, {"all.yaml": text + "---\n" + isvc("nm-llm")}) == []

@@ -370,10 +370,42 @@ def link(project: Project) -> None:
     configmaps: dict[str, list[EnvEntry]] = {}
     for pf in project.files:
         configmaps.update(pf.configmaps)
-    for launch in project.launches:
+    launches = project.launches
+    runtimes = _serving_runtimes(launches) if any(l.runtime_ref for l in launches) else {}
+    for launch in launches:
         from_maps = [e for name in launch.env_from for e in configmaps.get(name, [])]
+        if launch.runtime_ref:
+            runtime = _runtime_for(launch, runtimes.get(launch.runtime_ref, []))
+            # KServe merges the predictor into the runtime's container: its image runs, its env
+            # comes first (set on every link: a reused parse keeps no image of its own here)
+            launch.image = runtime.image if runtime is not None else None
+            launch.image_source = runtime.file if runtime is not None else None
+            if runtime is not None:
+                from_maps = [e for e in runtime.env if e.name not in {m.name for m in from_maps}] + from_maps
         if from_maps:
             launch.env = from_maps + launch.env     # explicit env wins: it comes later
         for entry in launch.env:
             if launch not in entry.launches:
                 entry.launches.append(launch)
+
+
+def _serving_runtimes(launches: list[Launch]) -> dict[str, list[Launch]]:
+    """The launches of KServe (Cluster)ServingRuntimes that run an image, by runtime name."""
+    runtimes: dict[str, list[Launch]] = {}
+    for launch in launches:
+        if launch.serving_runtime and launch.image:
+            runtimes.setdefault(launch.serving_runtime, []).append(launch)
+    return runtimes
+
+
+def _runtime_for(launch: Launch, candidates: list[Launch]) -> Launch | None:
+    """The runtime an InferenceService predictor runs: the one of its name in its own file, else
+    in its folder, else the tree's only one. Two that differ where it looks: none (its release
+    stays unknown rather than guessed)."""
+    for near in (lambda r: r.file.path == launch.file.path,
+                 lambda r: r.file.path.parent == launch.file.path.parent,
+                 lambda r: True):
+        found = [r for r in candidates if near(r)]
+        if found:
+            return found[0] if len({r.image for r in found}) == 1 else None
+    return None

@@ -529,8 +529,11 @@ def trace(project) -> tuple[list[Named], list[Named]]:
     for launch in launches:
         launch.image_refs, launch.pins = [], []
     by_file: dict[Path, list[Launch]] = {}
+    borrowed: dict[Path, list[Launch]] = {}     # file -> launches of other files that run its image (KServe)
     for launch in launches:
         by_file.setdefault(launch.file.path, []).append(launch)
+        if launch.image_source is not None and launch.image_source.path != launch.file.path:
+            borrowed.setdefault(launch.image_source.path, []).append(launch)
     kubeai = [l for l in launches if l.via.startswith(KUBEAI_VIA)]
     operator_images = _kubeai_images(project) if kubeai else {}
     # the image each KubeAI launch runs, by its resource profile: only that entry is its own
@@ -557,7 +560,8 @@ def trace(project) -> tuple[list[Named], list[Named]]:
         users: list[Launch] = []
         if named.how == "image":
             if _in_code(source, *named.span, code_cache):
-                users = [l for l in by_file.get(source.path, ()) if _same_image(named.text, l.image)]
+                users = [l for l in (*by_file.get(source.path, ()), *borrowed.get(source.path, ()))
+                         if _same_image(named.text, l.image)]
                 if source.kind == "python" and MODAL_IMAGE_RE.search(source.line_text(named.line)):
                     # Modal: `Image.from_registry(IMG)` is the image the file's functions run in
                     users += [l for l in by_file.get(source.path, ()) if not l.image]

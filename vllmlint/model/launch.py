@@ -370,6 +370,13 @@ class Launch:
     # (lint.trace): what `migrate` bumps, and only these
     image_refs: list["Named"] = field(default_factory=list)
     pins: list["Named"] = field(default_factory=list)
+    # KServe: the ServingRuntime (or ClusterServingRuntime) whose container this launch is
+    # (`serving_runtime`), or the one an InferenceService predictor names (`runtime_ref`):
+    # lint.project.link gives the predictor the runtime's image and env when the tree holds it,
+    # and `image_source` the file that writes that image (lint.trace: the tag it reaches)
+    serving_runtime: str = ""
+    runtime_ref: str = ""
+    image_source: SourceFile | None = None
 
     @property
     def port(self) -> int | None:

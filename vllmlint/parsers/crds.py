@@ -24,6 +24,7 @@ import re
 
 import yaml
 
+from ..knowledge.images import is_vllm_image
 from ..model.launch import ENGINE, KUBEAI_VIA, OTHER, Arg, EnvEntry, Launch
 from .yaml_source import YamlError, compose_all
 from ..model.lazyre import lazy_re
@@ -100,17 +101,53 @@ def _runtime(node: yaml.Node) -> str:
     return (_scalar(_get(node, "runtime")) or "").lower()
 
 
-def kserve_vllm_format(node: yaml.Node, parent_key: str | None) -> bool:
-    """An InferenceService predictor `model` of `modelFormat: vLLM`, or one that names a vLLM
-    runtime (`runtime: kserve-vllmserver`): a vLLM serving runtime, its args are vLLM's flags."""
+SERVING_RUNTIME_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime"})
+
+
+def vllm_runtimes(docs: list, text: str) -> frozenset[str]:
+    """The (Cluster)ServingRuntimes of a file whose container runs a vLLM image, by name
+    (lowercase): an InferenceService of the same file that names one runs vLLM, whatever its
+    `modelFormat` (KServe picks the runtime the predictor names)."""
+    if "ServingRuntime" not in text:
+        return frozenset()
+    names = set()
+    for doc in docs:
+        if _scalar(_get(doc, "kind")) not in SERVING_RUNTIME_KINDS:
+            continue
+        name = (_scalar(_get(_get(doc, "metadata"), "name")) or "").lower()
+        containers = _get(_get(doc, "spec"), "containers")
+        for container in containers.value if isinstance(containers, yaml.SequenceNode) else ():
+            image = _scalar(_get(container, "image")) or ""
+            command = _get(container, "command")        # none: the image's entrypoint (vLLM's)
+            words = [_scalar(n) or "" for n in command.value] if isinstance(command, yaml.SequenceNode) else \
+                [_scalar(command) or ""]
+            if name and is_vllm_image(image) and (command is None or any("vllm" in w for w in words)):
+                names.add(name)
+    return frozenset(names)
+
+
+def runtime_ref(node: yaml.Node, parent_key: str | None) -> str:
+    """The runtime an InferenceService predictor `model` names (lowercase; "" for none)."""
+    if parent_key != "model" or _get(node, "modelFormat") is None:
+        return ""
+    return _runtime(node)
+
+
+def kserve_vllm_format(node: yaml.Node, parent_key: str | None, runtimes: frozenset[str] = frozenset()) -> bool:
+    """An InferenceService predictor `model` of `modelFormat: vLLM`, one that names a vLLM
+    runtime (`runtime: kserve-vllmserver`), or one that names a ServingRuntime of its own file
+    that runs a vLLM image (`runtimes`): a vLLM serving runtime, its args are vLLM's flags."""
     if parent_key != "model" or _get(node, "modelFormat") is None:
         return False
-    return _model_format(node) == "vllm" or "vllm" in _runtime(node) and "huggingface" not in _runtime(node)
+    runtime = _runtime(node)
+    return _model_format(node) == "vllm" or runtime in runtimes or "vllm" in runtime and "huggingface" not in runtime
 
 
-def hf_server(node: yaml.Node, parent_key: str | None, image: str | None, values: list[str]) -> bool:
+def hf_server(node: yaml.Node, parent_key: str | None, image: str | None, values: list[str],
+              runtimes: frozenset[str] = frozenset()) -> bool:
     """KServe's Hugging Face server: its image, its module, or a predictor `model` of
-    `modelFormat: huggingface` (the kserve-huggingfaceserver runtime)."""
+    `modelFormat: huggingface` (the kserve-huggingfaceserver runtime) that names no vLLM
+    runtime (by its name, or a ServingRuntime of its file that runs a vLLM image)."""
     if image:
         name = image.split("@")[0].rsplit("/", 1)[-1].split(":")[0]
         if name == "huggingfaceserver" or name.startswith("huggingfaceserver-"):
@@ -120,6 +157,8 @@ def hf_server(node: yaml.Node, parent_key: str | None, image: str | None, values
     if parent_key != "model" or _model_format(node) != "huggingface":
         return False
     runtime = _runtime(node)            # none: KServe picks its Hugging Face runtime
+    if runtime in runtimes:
+        return False
     return "vllm" not in runtime or "huggingface" in runtime
 
 

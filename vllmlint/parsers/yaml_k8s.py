@@ -71,6 +71,8 @@ RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "RayClusterFleet", 
 class KubernetesResources:
     """The Kubernetes resources (and loose scripts) of the documents a `YamlParser` reads."""
 
+    vllm_runtimes: frozenset[str] = frozenset()     # the file's ServingRuntimes of a vLLM image (crds)
+
     # -- kubernetes ---------------------------------------------------------------
     def _k8s(self, doc: yaml.Node, index: int) -> None:
         kind = scalar(get(doc, "kind")) or ""
@@ -113,6 +115,9 @@ class KubernetesResources:
             if is_stack_values(doc):        # production-stack chart values, read without the chart
                 read_stack_values(self, doc, index)
         self._walk_containers(doc, owner, index)
+        if kind in crds.SERVING_RUNTIME_KINDS:       # an InferenceService may name it (lint.project.link)
+            for launch in self.pf.launches[launch_start:]:
+                launch.serving_runtime = meta_name.lower()
         if kind == "RayService":
             crds.ray_pod_env(self, launch_start, env_start)
         self._loose_scripts(doc, owner)
@@ -283,7 +288,7 @@ class KubernetesResources:
         if engine == "vllm" and name == "?" and parent_key:
             context = f"KubeAI model `{parent_key}` ({owner})"
         values = [scalar(n) or "" for n in self.argv_nodes(get(node, "command")) + self.argv_nodes(get(node, "args"))]
-        if crds.hf_server(node, parent_key, image, values) and detect(values) is None:
+        if crds.hf_server(node, parent_key, image, values, self.vllm_runtimes) and detect(values) is None:
             # KServe's Hugging Face server: vLLM only with --backend=vllm, never its flags as `vllm serve`
             for part in (get(node, "command"), get(node, "args")):
                 if part is not None:
@@ -295,13 +300,16 @@ class KubernetesResources:
             else:
                 self._args_in_env(node, image, env, context, group, env_from)
             return
-        kserve_vllm = crds.kserve_vllm_format(node, parent_key)
+        kserve_vllm = crds.kserve_vllm_format(node, parent_key, self.vllm_runtimes)
         self.launch_from(get(node, "command"), get(node, "args"), image, env, context, group, env_from,
                          known_vllm=engine == "vllm" or kserve_vllm)
+        runtime = crds.runtime_ref(node, parent_key) if kserve_vllm and not image else ""
         for launch in self.pf.launches[before:]:
             if launch.program == "image entrypoint" and (engine == "vllm" or kserve_vllm):
                 launch.via = f"{KUBEAI_VIA} engine: VLLM" if engine == "vllm" else \
-                    "via KServe modelFormat vLLM (a vLLM serving runtime; the runtime's args come first)"
+                    f"via KServe runtime {runtime} (a vLLM serving runtime; the runtime's args come first)" \
+                    if runtime else "via KServe modelFormat vLLM (a vLLM serving runtime; the runtime's args come first)"
+                launch.runtime_ref = runtime
         if len(self.pf.launches) == before:
             self._args_in_env(node, image, env, context, group, env_from)
 

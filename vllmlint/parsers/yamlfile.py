@@ -15,7 +15,7 @@ import re
 
 import yaml
 
-from . import configmap_scripts, templates
+from . import configmap_scripts, crds, templates
 from ..model.launch import ParsedFile, ParseError, SourceFile
 from .yaml_argv import ContainerArgv
 from .yaml_compose import ComposeServices
@@ -85,6 +85,7 @@ class YamlParser(KubernetesResources, ComposeServices, ContainerArgv, YamlNodes)
             except YamlError:
                 docs, masked = self._segments(masked, err)
         self.masked = masked
+        self.vllm_runtimes = crds.vllm_runtimes(docs, masked)
         self._template_starts = [ts for ts, _ in self.templated]
         self.consumed: set[int] = set()
         # spans of consumed commands whose every scalar is consumed: a hint there is no loose script
