@@ -45,8 +45,11 @@ import identity  # noqa: E402
 # e00e76b (production-stack values as Terraform templates: 13 redteam launches, their tags bumped),
 # and a59d581 (migrate's "vLLM images named where no launch reads them" says pins when the places
 # are pins: 5 outputs on fixtures and ../shared/corpus, that line only; nothing else differed
-# against 284c9f2 on fixtures, corpus, redteam, gen, gen2): the baseline since.
-BASELINE = "a59d581"
+# against 284c9f2 on fixtures, corpus, redteam, gen, gen2), and 535952b (a KServe predictor runs
+# the ServingRuntime it names: the fixture kserve-serving-runtime's predictor lists its runtime's
+# env and name in `launches` and the migrate report; 0 differences on corpus and redteam against
+# a52d64f): the baseline since.
+BASELINE = "535952b"
 
 
 @pytest.fixture(scope="module")
