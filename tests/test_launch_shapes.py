@@ -269,6 +269,24 @@ def test_explain_says_what_the_yaml_reader_saw(tmp_path):
         "image lmsysorg/sglang:v0.4.6 is not vLLM's and its command `python3 -m sglang.launch_server` starts no vLLM"]
 
 
+def test_explain_reads_a_template_as_the_front_end_does(tmp_path):
+    # an Ansible role's compose template (found on jsrobin888/vllm-infra): `{% for %}` and a
+    # flow list of `{{ }}` are no YAML; the front end reads it with both masked, and so does
+    # --explain, which names the templated image instead of "could not be read as YAML"
+    text = """
+        services:
+        {% for model in models %}
+          vllm-{{ model.name }}:
+            image: {{ vllm_image }}:{{ vllm_image_tag }}
+            deploy: {resources: {reservations: {devices: [{device_ids: [{{ model.gpus | join(',') }}]}]}}}
+            command: --model /models/{{ model.path }} --disable-log-requests
+        {% endfor %}
+    """
+    assert explain(tmp_path, {"docker-compose.yml.j2": text}, "--explain") == [
+        "docker-compose.yml.j2: no launch: yaml: 1 document, 1 container read, none runs vLLM: container: "
+        "image {{ vllm_image }}:{{ vllm_image_tag }} is a template whose value is not known here"]
+
+
 def test_explain_names_the_wrapper_and_the_proxy(tmp_path):
     [line] = explain(tmp_path, {"w.sh": "llmctl --runtime vllm serve --port 8000\npython my_proxy.py --port 1\n"},
                      "-v")

@@ -139,7 +139,12 @@ def _yaml(source: SourceFile) -> str:
     try:
         docs = [d for d in yaml.compose_all(source.text, Loader=yaml.SafeLoader) if d is not None]
     except yaml.YAMLError:
-        return "yaml: could not be read as YAML (a template?)"
+        from ..parsers.yamlfile import masked_yaml
+
+        try:        # a template: read as the front end reads it (actions stand for values)
+            docs = [d for d in yaml.compose_all(masked_yaml(source), Loader=yaml.SafeLoader) if d is not None]
+        except yaml.YAMLError:
+            return "yaml: could not be read as YAML (a template?)"
     kinds: list[str] = []
     reasons: list[str] = []
     containers = 0
@@ -154,7 +159,10 @@ def _yaml(source: SourceFile) -> str:
             name = _get(node, "name")
             label = f"container `{name.value}`" if isinstance(name, yaml.ScalarNode) else "container"
             words = [n.value for part in ("entrypoint", "command", "args") for n in _words(_get(node, part))]
-            if not vllm_build(image.value) and not is_vllm_image(image.value):
+            written = source.text[image.start_mark.index:image.end_mark.index]
+            if "{{" in written:
+                reasons.append(f"{label}: image {written.strip()} is a template whose value is not known here")
+            elif not vllm_build(image.value) and not is_vllm_image(image.value):
                 cmd = f" and its command {_quote(words)} starts no vLLM" if words else ""
                 reasons.append(f"{label}: image {image.value} is not vLLM's{cmd}")
             elif not words and not is_vllm_image(image.value):

@@ -47,6 +47,28 @@ def _blank(text: str) -> str:
     return re.sub(r"[^\n]", " ", text)
 
 
+def statements_masked(source: SourceFile) -> tuple[str, list[tuple[int, int]], tuple | None]:
+    """(text, masked spans, (text, spans) when a launch's words are restored after parsing) with
+    a template's statements blanked by its engine (Jinja by the file name, Terraform, brace
+    formats); Go/Helm actions are `mask_templates`'s. Offsets stay those of the source."""
+    text = source.text
+    if JINJA_NAME_RE().search(source.path.name):
+        text, jinja = _mask_jinja_statements(text)
+        return text, jinja, None
+    if templates.engine_of(source.path.name) == "terraform" and ("${" in text or "%{" in text):
+        text, spans = templates.mask(text, "terraform", "yaml")     # `%{ for }` blank, `${x}` a placeholder
+        return text, spans, (text, spans)
+    if templates.template_engine(source.path.name, text) == "format":
+        text, spans = templates.mask(text, "format", "yaml")        # `{port}` a placeholder, `{{` a brace
+        return text, spans, (text, spans)
+    return text, [], None
+
+
+def masked_yaml(source: SourceFile) -> str:
+    """The text the YAML front end composes (statements blanked, actions placeholders)."""
+    return mask_templates(statements_masked(source)[0])[0]
+
+
 class YamlParser(KubernetesResources, ComposeServices, ContainerArgv, YamlNodes):
     def __init__(self, source: SourceFile):
         self.source = source
@@ -61,17 +83,7 @@ class YamlParser(KubernetesResources, ComposeServices, ContainerArgv, YamlNodes)
         self.containers: dict[int, tuple] = {}     # id(container node) -> (image, env): ConfigMap scripts
 
     def parse(self) -> ParsedFile:
-        text = self.text
-        jinja: list[tuple[int, int]] = []
-        terraform = None
-        if JINJA_NAME_RE().search(self.source.path.name):
-            text, jinja = _mask_jinja_statements(text)
-        elif templates.engine_of(self.source.path.name) == "terraform" and ("${" in text or "%{" in text):
-            text, jinja = templates.mask(text, "terraform", "yaml")     # `%{ for }` blank, `${x}` a placeholder
-            terraform = (text, jinja)
-        elif templates.template_engine(self.source.path.name, text) == "format":
-            text, jinja = templates.mask(text, "format", "yaml")        # `{port}` a placeholder, `{{` a brace
-            terraform = (text, jinja)
+        text, jinja, terraform = statements_masked(self.source)
         masked, self.templated = mask_templates(text)
         self.templated = sorted(self.templated + jinja)
         try:
