@@ -196,3 +196,49 @@ def test_nests_below(text, depth, below):
 def test_nests_below_reads_the_tree_when_the_text_does_not_tell():
     text = SHAPES["big"] + DEEP
     assert ys._depth_bound(text, 201) == 201 and ys.nests_below(text, 200)
+
+
+# an edit of a text whose every document constructed: only the documents it touched are
+# constructed again (lint/parseback._yaml_error_edited); the verdict is the whole check's
+BEFORE_EDIT = "a: 1\n---\nkind: Pod\nargs: [--x, --y]\nenv: {A: b}\n---\nlast: [1, 2]\n"
+EDITS = {
+    "flag removed": BEFORE_EDIT.replace(", --y", ""),
+    "nothing left": BEFORE_EDIT.replace("[--x, --y]", "[]"),
+    "syntax broken": BEFORE_EDIT.replace("[--x, --y]", "[--x, --y"),
+    "unhashable key": BEFORE_EDIT.replace("{A: b}", "{[A]: b}"),
+    "bad tag": BEFORE_EDIT.replace("kind: Pod", "kind: !!int Pod"),
+    "last document": BEFORE_EDIT.replace("[1, 2]", "{[1]: 2}"),
+    "first document": BEFORE_EDIT.replace("a: 1", "a: !!float x"),
+    "separator removed": BEFORE_EDIT.replace("env: {A: b}\n---\n", "env: {A: b}\n"),
+    "a directive": BEFORE_EDIT.replace("---\nlast", "%TAG ! tag:x,2000:\n---\nlast"),
+    "same text": BEFORE_EDIT,
+}
+
+
+@pytest.mark.parametrize("name", EDITS)
+def test_edited_text_gets_the_whole_checks_verdict(name):
+    from vllmlint.lint import parseback
+
+    after = EDITS[name]
+    assert parseback._yaml_error(BEFORE_EDIT) is None
+    assert parseback._yaml_error_edited(BEFORE_EDIT, after) == parseback._yaml_error(after)
+
+
+def test_native_error_constructs_only_what_an_edit_changed(monkeypatch, tmp_path):
+    """With a memo whose text before read, the edited documents only are constructed."""
+    import yaml
+
+    from vllmlint.lint import parseback
+
+    built = []
+    real = yaml.CSafeLoader.construct_document
+    monkeypatch.setattr(yaml.CSafeLoader, "construct_document",
+                        lambda self, node: built.append(node.start_mark.line) or real(self, node))
+    memo: dict = {}
+    path = tmp_path / "d.yaml"
+    assert parseback.native_error("k8s", path, BEFORE_EDIT, BEFORE_EDIT.replace("a: 1", "a: 2"), memo) is None
+    assert built == [0, 2, 6]               # the first edit of a file: no verdict before it to lean on
+    built.clear()
+    then = memo[path][0]
+    assert parseback.native_error("k8s", path, then, then.replace(", --y", ""), memo) is None
+    assert built == [2]                     # the second: only the document it touched

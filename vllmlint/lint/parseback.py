@@ -102,6 +102,52 @@ def _yaml_error_c_first(text: str) -> str | None:
     return None
 
 
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix, by slices (C comparisons, log n of them)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _changed_range(before: str, after: str) -> tuple[int, int]:
+    """[lo, hi): the part of `after` that is not `before`'s common prefix or common suffix."""
+    lo = _common_prefix(before, after)
+    room = min(len(before), len(after)) - lo
+    suffix = _common_prefix(before[::-1][:room], after[::-1][:room])
+    return lo, len(after) - suffix
+
+
+def _yaml_error_edited(before: str, after: str) -> str | None:
+    """_yaml_error_c_first's answer for `after`, an edit of `before`, whose every document
+    constructed: every document of `after` is composed (the syntax is checked whole), and only
+    those the edit touched are constructed. A document's construction reads its own nodes only
+    (anchors and tags are per document), so one whose text is unchanged still constructs. A
+    directive line in the edit (`%TAG`, which applies to the next document) asks for the whole
+    check."""
+    import yaml
+
+    safe_c = getattr(yaml, "CSafeLoader", None)
+    lo, hi = _changed_range(before, after)
+    if safe_c is None or "%" in after[max(0, lo - 1):hi + 1]:
+        return _yaml_error_c_first(after)
+    loader = safe_c(after)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node.start_mark.index <= hi and node.end_mark.index >= lo:
+                loader.construct_document(node)
+    except Exception:
+        return _yaml_error(after)
+    finally:
+        loader.dispose()
+    return None
+
+
 def _json_error(text: str) -> str | None:
     try:
         json.loads(text)
@@ -155,7 +201,11 @@ def native_error(kind: str, path: Path, before: str, after: str, memo: dict | No
         hit = memo.get(path)
         if hit is not None and hit[0] == text:
             return hit[1]
-        result = check(text)
+        if check is _yaml_error_c_first and text is after and hit is not None and hit[0] == before \
+                and hit[1] is None:
+            result = _yaml_error_edited(before, after)      # `before` read: construct what changed
+        else:
+            result = check(text)
         memo[path] = (text, result)
         return result
 

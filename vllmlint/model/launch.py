@@ -135,9 +135,10 @@ class KnownOffsets:
         return (KnownOffsets, (self.offsets,))
 
 
-# the `locate` of an Arg read back from a worker process: its offsets arrive with it, already in
-# its memo (Arg._offsets), so this is never called
-KNOWN_ON_ARRIVAL = KnownOffsets(None)
+# the `locate` of an Arg whose offsets are in its memo already (Arg._offsets), so this is never
+# called: one read back from a worker process (they arrive with it), or a token a front end saw
+# written as it reads (KNOWN_OFFSETS, the same object)
+KNOWN_ON_ARRIVAL = KNOWN_OFFSETS = KnownOffsets(None)
 
 
 @record
