@@ -84,7 +84,9 @@ class UnknownFlag(Rule):
             m = opt.match
             if m.kind == "exact":
                 continue
-            plugin = plugin_of(launch.image)
+            # the image its parser gave it: a KServe predictor's comes from its runtime when the
+            # tree is linked, which the parse workers running this rule do not see (per_launch)
+            plugin = plugin_of(launch.image) if not launch.runtime_ref else None
             if plugin and m.kind != "prefix" and hist.flag_removed(normalize(opt.name), self.target) is None:
                 # the image's plugin adds flags of its own: vllmlint does not know them
                 close = cat.close_flags(opt.name) if opt.name.startswith("--") else []
