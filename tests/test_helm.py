@@ -606,3 +606,32 @@ def test_helm_error_items_are_listed_in_a_stable_order():
     a = "values don't meet the schema:\naibrix:\n- at '/b': bad\n- at '/a': bad\nend"
     b = "values don't meet the schema:\naibrix:\n- at '/a': bad\n- at '/b': bad\nend"
     assert _stable_error(a) == _stable_error(b) == b
+
+
+def test_a_value_a_template_only_compares_is_rendered_as_itself(tmp_path):
+    """`{{ if eq .Values.mode "server" }}`: the marker rendering (values replaced by markers, to
+    trace them to their lines) took the other branch, the two renderings did not pair, and the
+    chart's only launch was lost (found on Josca/vllm-chart). A value no marked output shows is
+    rendered as itself; one the output shows keeps its line (the model, reported in values.yaml)."""
+    root = tmp_path / "chart"
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (root / "values.yaml").write_text('image: vllm/vllm-openai:v0.10.0\nmodel: org/m\nmode: server\n'
+                                      'extra: "--disable-log-requests"\n')
+    (root / "templates" / "d.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n"
+        "      containers:\n      - name: vllm\n        image: '{{ .Values.image }}'\n"
+        '      {{- if eq .Values.mode "server" }}\n'
+        '        args: ["--model", "{{ .Values.model }}", "{{ .Values.extra }}"]\n'
+        "      {{- else }}\n"
+        '        command: ["sleep", "infinity"]\n'
+        "      {{- end }}\n")
+    found = _found(_check(["check", "--format", "json", "--target-version", "0.30.0", str(tmp_path)]).stdout)
+    assert found == [("values.yaml", 4, 9, "VL302")]
+    # Josca/vllm-chart's own shape: the values inside one `bash -c` string (still traced)
+    text = (root / "templates" / "d.yaml").read_text().replace(
+        '        args: ["--model", "{{ .Values.model }}", "{{ .Values.extra }}"]\n',
+        '        command: ["/bin/bash", "-c"]\n        args: ["vllm serve {{ .Values.model }} {{ .Values.extra }}"]\n')
+    (root / "templates" / "d.yaml").write_text(text)
+    found = _found(_check(["check", "--format", "json", "--target-version", "0.30.0", str(tmp_path)]).stdout)
+    assert found == [("values.yaml", 4, 9, "VL302")]

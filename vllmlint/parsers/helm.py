@@ -389,6 +389,42 @@ def _schema_refused(error: str, vs: "ValuesSet") -> set[int]:
             if w and (o.path == w or o.path.endswith("." + w))}
 
 
+def _compared_as_themselves(root: Path, vs: ValuesSet, disk_values: str | None,
+                            marked: dict[str, str]) -> dict[str, str]:
+    """The marker rendering again, with the values a template compares and no marked output
+    shows rendered as themselves: asked when a template's two renderings hold different
+    launches. A value a template only compares (`{{ if eq .Values.mode "server" }}`) never
+    equals its marker, so the marker rendering took another branch and its launches could not
+    be paired with the real ones (found on Josca/vllm-chart: its only `vllm serve` was lost).
+    Such a value shows in no output, so it has no provenance to lose; the values inside the
+    branch it opens keep their markers."""
+    seen = {int(i) for text in marked.values() for i in MARKER_RE.findall(text)}
+    compared = _compared_actions(root)
+    unseen = {f"zqx{i}zq": o.node.value for i, o in enumerate(vs.origins)
+              if i not in seen and re.search(rf"\.Values\.{re.escape(o.path)}(?![\w.\[])", compared)}
+    if not unseen:
+        return marked
+    vs.marked = _unmark(vs.marked, unseen)
+    return render_marked(root, vs, disk_values)
+
+
+# a template action that compares a value (`{{ if eq .Values.mode "server" }}`)
+COMPARING_ACTION_RE = re.compile(r"\{\{[^}]*\b(?:eq|ne|hasPrefix|hasSuffix|contains|regexMatch|lt|le|gt|ge)\b[^}]*\}\}")
+
+
+def _compared_actions(root: Path) -> str:
+    """The chart's template actions that compare something, joined (the values they name are
+    the ones a marker would send down another branch)."""
+    found = []
+    for path in sorted(root.glob("templates/**/*")) + sorted(root.glob("charts/*/templates/**/*")):
+        if path.is_file():
+            try:
+                found += COMPARING_ACTION_RE.findall(path.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+    return "\n".join(found)
+
+
 def _unmark(value, real: dict[str, str]):
     if isinstance(value, dict):
         return {k: _unmark(v, real) for k, v in value.items()}
@@ -475,6 +511,7 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
             used.update(paths)
             rendering = Rendering(root, list(paths), {p: srcs[p].text for p in paths}, real, disk,
                                   readonly={p for p in paths if p in readonly})
+            compared_done = False
             for name, text in real.items():
                 tpl = template_path(root, name, local)
                 if tpl is None or not may_launch(text, "yaml"):
@@ -483,6 +520,11 @@ def expand_charts(files: list, problems: list, helm_values: dict | None = None) 
                 mfile = SourceFile(tpl, f"{name} (rendered)", _real_images(marked.get(name, ""), vs), "k8s")
                 try:
                     rp, mp = YamlParser(vfile).parse(), YamlParser(mfile).parse()
+                    if len(rp.launches) != len(mp.launches) and not compared_done:
+                        compared_done = True        # once per values set: Helm runs again
+                        marked = _compared_as_themselves(root, vs, disk, marked)
+                        mfile = SourceFile(tpl, f"{name} (rendered)", _real_images(marked.get(name, ""), vs), "k8s")
+                        mp = YamlParser(mfile).parse()
                 except Exception:
                     continue
                 if len(rp.launches) != len(mp.launches):
