@@ -204,3 +204,40 @@ def test_templated_tag_of_a_vllm_image_is_still_vllm(tmp_path):
     rows = launches(tmp_path, {"templates/pod.yaml": text})
     assert [r["argv"] for r in rows] == [["vllm", "serve", "--model={{ .Values.model }}"]]
     assert rows[0]["image"] == "vllm/vllm-openai:{{ .Values.tag }}"
+
+
+def test_launch_script_the_script_writes_with_a_heredoc(tmp_path):
+    # found on pranavnbapat/vllm-deployment: a generator writes run_vllm.sh for supervisord;
+    # the body is a script of its own, read as shell on the generator's offsets
+    script = ("#!/bin/bash\nmkdir -p /opt/ops\ncat > \"/opt/ops/run_vllm.sh\" <<EOV\n#!/usr/bin/env bash\n"
+              "export VLLM_USE_V1='1'\nexec '/opt/envs/vllm/bin/vllm' serve '${MODEL}' \\\n"
+              "  --port '${PORT}' \\\n  --disable-log-requests\nEOV\nchmod 700 /opt/ops/run_vllm.sh\n"
+              "cat > /usr/local/bin/start-engine <<'EOF'\n#!/bin/sh\nvllm serve org/m --swap-space 4\nEOF\n"
+              "cat > launch.py <<'EOF'\nfrom vllm import LLM\nllm = LLM(model='m', swap_space=4)\nEOF\n")
+    rows = launches(tmp_path, {"gen.sh": script})
+    assert [(r["line"], r["argv"][1:3]) for r in rows] == [(6, ["serve", "${MODEL}"]), (13, ["serve", "org/m"]),
+                                                          (17, ["--model=m", "--swap-space=4"])]
+    assert rows[0]["via"].startswith("via heredoc at line 3 (cat > /opt/ops/run_vllm.sh), read as shell")
+    assert rows[0]["env"] == {"VLLM_USE_V1": "1"}
+    assert rows[2]["via"].startswith("via heredoc at line 15 (cat > launch.py), read as python")
+
+
+def test_heredocs_that_write_no_script_stay_unread(tmp_path):
+    script = ("#!/bin/bash\ncat > notes.txt <<EOF\nvllm serve m --swap-space 4\nEOF\n"
+              "python3 - <<EOF\nprint('vllm serve m --swap-space 4')\nEOF\n"
+              "cat <<EOF\nusage: vllm serve MODEL --swap-space N\nEOF\n")
+    assert launches(tmp_path, {"gen.sh": script}) == []
+
+
+def test_heredoc_run_now_by_a_shell_python_or_ssh(tmp_path):
+    # the body is a program run at once: by a shell, by Python from stdin, or on a remote host
+    script = ("#!/bin/bash\nssh -i ~/.ssh/key -p 22 ubuntu@gpu1 <<'EOF'\n"
+              "docker run -d --gpus all vllm/vllm-openai:v0.10.0 --model m --disable-log-requests\nEOF\n"
+              "ssh gpu2 bash -s <<EOF\nvllm serve m --swap-space 4\nEOF\n"
+              "ssh gpu3 uptime <<EOF\nvllm serve m --swap-space 4\nEOF\n"
+              "python3 - <<EOF\nfrom vllm import LLM\nllm = LLM(model='m', swap_space=4)\nEOF\n"
+              "bash <<EOF\nvllm serve x --swap-space 2\nEOF\n")
+    rows = launches(tmp_path, {"deploy.sh": script})
+    assert [(r["line"], r["kind"]) for r in rows] == [(3, "serve"), (6, "serve"), (13, "engine"), (16, "serve")]
+    assert rows[0]["release"] == "0.10.0"           # the image the remote host runs
+    assert "(ssh gpu2 bash -s), read as shell" in rows[1]["via"]
