@@ -101,6 +101,9 @@ def test_report_names_the_launch_its_release_and_the_evidence(tree, tmp_path):
 
 @pytest.mark.parametrize("kind, name, good, bad", [
     ("shell", "a.sh", "if a; then\n  :\nfi\n", "if a; then\nfi\n"),
+    # a launch script the script writes: bash -n reads its body as data, so it is checked apart
+    ("shell", "gen.sh", "cat > run.sh <<EOF\nif a; then\n  :\nfi\nEOF\n", "cat > run.sh <<EOF\nif a; then\nfi\nEOF\n"),
+    ("shell", "ssh.sh", "ssh h <<'EOF'\nif a; then\n  :\nfi\nEOF\n", "ssh h <<'EOF'\nif a; then\nfi\nEOF\n"),
     ("yaml", "a.yaml", "a: [1, 2]\n", "a: [1, 2\n"),
     ("k8s", "a.json", '{"a": 1}', '{"a": 1,}'),
     ("python", "a.py", "x = [1]\n", "x = [1\n"),
@@ -113,6 +116,15 @@ def test_parse_back_in_the_files_own_language(kind, name, good, bad):
     assert native_error(kind, Path(name), good, good) is None
     assert native_error(kind, Path(name), good, bad)
     assert native_error(kind, Path(name), bad, bad) is None     # did not parse before: not the edit's doing
+
+
+def test_a_heredoc_that_is_no_script_is_not_checked_as_one():
+    from vllmlint.lint.parseback import native_error
+
+    if not shutil.which("bash"):
+        pytest.skip("bash is not on PATH")
+    notes = "cat > notes.txt <<EOF\nif a; then\n  :\nfi\nEOF\n"
+    assert native_error("shell", Path("a.sh"), notes, notes.replace("  :\n", "")) is None
 
 
 def test_a_fix_whose_result_bash_cannot_read_is_not_written(tmp_path, monkeypatch):

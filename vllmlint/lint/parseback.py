@@ -50,6 +50,45 @@ def _bash_error(text: str) -> str | None:
     return "bash -n: " + first
 
 
+def _shell_error(text: str) -> str | None:
+    """`bash -n` on the script, then on each heredoc body vllmlint reads as a script of its own
+    (`cat > run_vllm.sh <<EOF`, `bash -s <<EOF`, `ssh host <<EOF`: parsers/heredoc.body_kind):
+    bash reads a body as data, so an edit inside one would otherwise rest on our reader alone."""
+    error = _bash_error(text)
+    if error is not None or "<<" not in text:
+        return error
+    for start, end in _script_bodies(text):
+        error = _bash_error(text[start:end])
+        if error is not None:
+            line = text.count("\n", 0, start) + 1
+            return f"{error} (in the heredoc script from line {line})"
+    return None
+
+
+def _script_bodies(text: str) -> list[tuple[int, int]]:
+    """The spans of the heredoc bodies that are shell scripts (parsers/heredoc.body_kind)."""
+    from ..parsers.heredoc import body_kind
+    from ..parsers.shell_lex import commands
+
+    spans = []
+    try:
+        cmds = commands(text)
+    except Exception:
+        return spans
+    for cmd in cmds:
+        if not cmd.words:
+            continue
+        values = [w.value for w in cmd.words]
+        targets = [r.target.value for r in cmd.redirects if r.op in (">", ">>", ">|") and r.target]
+        for redirect in cmd.redirects:
+            doc = redirect.heredoc
+            if doc is None or doc.body_end <= doc.body_start:
+                continue
+            if body_kind(values[0], values, targets, text[doc.body_start:doc.body_end]) == "shell":
+                spans.append((doc.body_start, doc.body_end))
+    return spans
+
+
 # nesting PyYAML's pure-Python loader always reads: its composer recurses two frames a level
 _PY_SAFE_DEPTH = 200
 
@@ -171,7 +210,7 @@ def checker(kind: str, path: Path):
     if path.suffix.lower() == ".json":
         return _json_error
     if kind == "shell":
-        return _bash_error
+        return _shell_error
     if kind in ("yaml", "k8s", "compose"):
         return _yaml_error
     if kind == "python":
