@@ -67,7 +67,7 @@ def _shell_error(text: str) -> str | None:
 
 def _script_bodies(text: str) -> list[tuple[int, int]]:
     """The spans of the heredoc bodies that are shell scripts (parsers/heredoc.body_kind)."""
-    from ..parsers.heredoc import body_kind
+    from ..parsers.heredoc import body_kind, written_to
     from ..parsers.shell_lex import commands
 
     spans = []
@@ -79,7 +79,7 @@ def _script_bodies(text: str) -> list[tuple[int, int]]:
         if not cmd.words:
             continue
         values = [w.value for w in cmd.words]
-        targets = [r.target.value for r in cmd.redirects if r.op in (">", ">>", ">|") and r.target]
+        targets = written_to(cmd)
         for redirect in cmd.redirects:
             doc = redirect.heredoc
             if doc is None or doc.body_end <= doc.body_start:

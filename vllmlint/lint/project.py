@@ -381,7 +381,8 @@ def link(project: Project) -> None:
             launch.image = runtime.image if runtime is not None else None
             launch.image_source = runtime.file if runtime is not None else None
             if runtime is not None:
-                from_maps = [e for e in runtime.env if e.name not in {m.name for m in from_maps}] + from_maps
+                named = {m.name for m in from_maps}
+                from_maps = [e for e in runtime.env if e.name not in named] + from_maps
         if from_maps:
             launch.env = from_maps + launch.env     # explicit env wins: it comes later
         for entry in launch.env:

@@ -141,6 +141,22 @@ class KnownOffsets:
 KNOWN_ON_ARRIVAL = KNOWN_OFFSETS = KnownOffsets(None)
 
 
+def written_as_is(text: str, span: Span, value: str) -> range | None:
+    """The file offsets of `value`, a token written at `span` of `text`, when it is written as
+    it reads: bare, or between two like quotes with nothing escaped inside (every character is
+    its own); else None (the front end's `locate` maps it). A front end that finds a range here
+    gives the Arg its offsets at once (KNOWN_OFFSETS): it then keeps no closure over its node."""
+    if not value:
+        return None
+    s, e = span
+    raw = text[s:e]
+    if raw == value:
+        return range(s, e)
+    if len(raw) == len(value) + 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[1:-1] == value:
+        return range(s + 1, e - 1)
+    return None
+
+
 @record
 class Arg:
     """One argv token. `span` is the raw token in the file (quotes included) when it has one."""
@@ -198,15 +214,9 @@ class Arg:
     def _written_as_is(self) -> range | None:
         """The offsets of a token written bare or in plain quotes, read off its span without the
         front end's `locate` (most tokens: pickling a parsed tree costs half as much)."""
-        if self.file is None or self.span is None or not self.value:
+        if self.file is None or self.span is None:
             return None
-        s, e = self.span
-        raw = self.file.text[s:e]
-        if raw == self.value:
-            return range(s, e)
-        if len(raw) == len(self.value) + 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[1:-1] == self.value:
-            return range(s + 1, e - 1)
-        return None
+        return written_as_is(self.file.text, self.span, self.value)
 
     def sub_span(self, start: int, end: int) -> Span | None:
         """File span of value[start:end], when the value maps back to the file. A character

@@ -58,6 +58,12 @@ def _runs_stdin(base: str, words: list[str]) -> str | None:
     return None
 
 
+def written_to(cmd) -> list[str]:
+    """The files a command's output goes to (`> x`, `>> x`, `>| x`): what a heredoc it is given
+    becomes, for body_kind."""
+    return [r.target.value for r in cmd.redirects if r.op in (">", ">>", ">|") and r.target]
+
+
 def body_kind(head: str, words: list[str], targets: list[str], body: str) -> str | None:
     """"yaml", "dockerfile", "apptainer", "shell", "python" or None for a heredoc given to
     `words` (the command's words, program first) whose output goes to `targets`."""

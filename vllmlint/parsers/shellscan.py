@@ -360,9 +360,9 @@ class _Scanner(ShellVariables, ShellSpans):
     def _heredocs(self, cmd: SimpleCommand) -> None:
         """A here-document that writes YAML, a Dockerfile or an Apptainer definition: read it
         as that kind, in place (see parsers/heredoc.py)."""
-        from .heredoc import body_kind, read_body     # the heredoc's kind; read through the door
+        from .heredoc import body_kind, read_body, written_to     # the heredoc's kind; read through the door
 
-        targets = [r.target.value for r in cmd.redirects if r.op in (">", ">>", ">|") and r.target]
+        targets = written_to(cmd)
         values = [self.resolve(w.value) for w in cmd.words]
         for redirect in cmd.redirects:
             doc = redirect.heredoc

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..model.launch import KNOWN_OFFSETS, Arg, Edit, EnvEntry, remove_from_run
+from ..model.launch import KNOWN_OFFSETS, Arg, Edit, EnvEntry, remove_from_run, written_as_is
 from .embedded import Shift
 from .shell_lex import SimpleCommand, Word
 from ..model.lazyre import lazy_re
@@ -58,18 +58,13 @@ class ShellSpans:
             literal = span[1] - span[0] == len(word.value)
             return Arg(word.value, self.file, span, word.dynamic or not literal, word.splits,
                        locate=lambda: list(word.offsets))
-        start, end = self.fstart(word), self.fend(word)
-        value = word.value
-        # a word written as it reads (bare, or in quotes with nothing inside them expanded or
-        # escaped): every character is its own, so its offsets are a range known now and the
-        # Arg holds no closure over the word (a parse a migrate keeps has less to collect)
-        raw = self.file.text[start:end]
-        if raw == value:
-            return Arg(value, self.file, (start, end), word.dynamic, word.splits, KNOWN_OFFSETS, (range(start, end),))
-        if len(raw) == len(value) + 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[1:-1] == value:
-            return Arg(value, self.file, (start, end), word.dynamic, word.splits, KNOWN_OFFSETS,
-                       (range(start + 1, end - 1),))
-        return Arg(value, self.file, (start, end), word.dynamic, word.splits,
+        span = (self.fstart(word), self.fend(word))
+        # a word written as it reads: its offsets are known now, and the Arg holds no closure
+        # over the word (a parse a migrate keeps has less to collect)
+        offs = written_as_is(self.file.text, span, word.value)
+        if offs is not None:
+            return Arg(word.value, self.file, span, word.dynamic, word.splits, KNOWN_OFFSETS, (offs,))
+        return Arg(word.value, self.file, span, word.dynamic, word.splits,
                    locate=lambda: _mapped(omap, word.offsets))
 
 

@@ -11,7 +11,7 @@ from functools import partial
 
 import yaml
 
-from ..model.launch import KNOWN_OFFSETS, Arg, EnvEntry, Launch
+from ..model.launch import KNOWN_OFFSETS, Arg, EnvEntry, Launch, written_as_is
 from .yaml_edit import remove_item
 from .yaml_source import get, pair, scalar, scalar_offsets
 
@@ -42,12 +42,9 @@ class YamlNodes:
             # most tokens are written as they read (bare, or quoted without escapes): their
             # offsets are a range known now, and the Arg holds no node (a parse a migrate keeps
             # for its next pass then keeps no composed tree: less memory, less to collect)
-            s, e = span
-            raw = self.masked[s:e]
-            if raw == value:
-                return Arg(value, self.source, span, dynamic, False, KNOWN_OFFSETS, (range(s, e),))
-            if len(raw) == len(value) + 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[1:-1] == value:
-                return Arg(value, self.source, span, dynamic, False, KNOWN_OFFSETS, (range(s + 1, e - 1),))
+            offs = written_as_is(self.masked, span, value)
+            if offs is not None:
+                return Arg(value, self.source, span, dynamic, False, KNOWN_OFFSETS, (offs,))
         # the closure holds the text and this scalar only, not the parser (its whole document)
         return Arg(value, self.source, span, dynamic=dynamic, locate=partial(scalar_offsets, self.masked, node))
 
