@@ -127,6 +127,44 @@ def test_a_heredoc_that_is_no_script_is_not_checked_as_one():
     assert native_error("shell", Path("a.sh"), notes, notes.replace("  :\n", "")) is None
 
 
+def test_the_parse_back_checks_the_heredoc_scripts_the_front_end_read():
+    """The shell front end says which heredoc bodies it read as scripts (its variables resolved:
+    `$RUNNER <<EOF` with RUNNER=bash); the parse-back checks those, without lexing again."""
+    from vllmlint.lint.parseback import native_error
+    from vllmlint.lint.project import parse_source
+    from vllmlint.model.launch import SourceFile
+
+    if not shutil.which("bash"):
+        pytest.skip("bash is not on PATH")
+    good = "RUNNER=bash\n$RUNNER <<EOF\nif a; then\n  :\nfi\nvllm serve m\nEOF\n"
+    bad = good.replace("  :\n", "")
+    parsed = parse_source(SourceFile(Path("gen.sh"), "gen.sh", bad, "shell"))
+    body = bad.index("if a")
+    assert parsed.scripts == [(body, bad.index("EOF\n", body))]
+    assert native_error("shell", Path("gen.sh"), good, bad) is None      # found by name only: not a script
+    error = native_error("shell", Path("gen.sh"), good, bad, after_scripts=parsed.scripts)
+    assert error and "heredoc script from line 3" in error
+
+
+@pytest.mark.parametrize("before, after", [
+    ("a: 1\n---\nb: [1, 2]\n", "a: 1\n---\nb: [1, 2]\nc: !!int x\n"),       # constructs: no
+    ("a: 1\n---\nb: 2\n", "a: 1\n---\nb: 3\n"),
+    ("base: &b {x: 1}\nc:\n  <<: *b\n", "base: &b {x: 1}\nc:\n  <<: *b\n  y: 2\n"),
+])
+def test_the_yaml_parse_back_reuses_the_front_ends_composition(before, after):
+    """The native check of an edited YAML file constructs the documents the front end composed
+    of that very text, and gives the verdict a fresh load gives."""
+    from vllmlint.lint import parseback
+    from vllmlint.parsers.yaml_source import compose_all, composed
+
+    compose_all(after)
+    assert composed(after) is not None
+    reused = parseback._yaml_error_c_first(after), parseback._yaml_error_edited(before, after)
+    parseback_fresh = parseback._yaml_error(after)
+    assert reused == (parseback_fresh, parseback_fresh)
+    assert (parseback_fresh is None) == ("!!int x" not in after)
+
+
 def test_a_fix_whose_result_bash_cannot_read_is_not_written(tmp_path, monkeypatch):
     """Our own front end accepts what bash refuses: the native parser is the judge, the file
     is left as it was and the run says why."""

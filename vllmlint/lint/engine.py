@@ -376,7 +376,8 @@ def _reparse_error(source: SourceFile, text: str, before, cache: ParseCache) -> 
     from .parseback import native_error
 
     # its own language's parser too (cache.native: the answers a migrate chain keeps per path)
-    native = native_error(source.kind, source.path, source.text, text, getattr(cache, "native", None))
+    native = native_error(source.kind, source.path, source.text, text, getattr(cache, "native", None),
+                          after.scripts if after is not None else None)
     if native:
         return native
     if after is not None:

@@ -50,14 +50,16 @@ def _bash_error(text: str) -> str | None:
     return "bash -n: " + first
 
 
-def _shell_error(text: str) -> str | None:
+def _shell_error(text: str, bodies: list[tuple[int, int]] | None = None) -> str | None:
     """`bash -n` on the script, then on each heredoc body vllmlint reads as a script of its own
     (`cat > run_vllm.sh <<EOF`, `bash -s <<EOF`, `ssh host <<EOF`: parsers/heredoc.body_kind):
-    bash reads a body as data, so an edit inside one would otherwise rest on our reader alone."""
+    bash reads a body as data, so an edit inside one would otherwise rest on our reader alone.
+    `bodies`: those spans as the shell front end found them reading this text
+    (ParsedFile.scripts, its variables resolved); None: found here, by a lexer pass."""
     error = _bash_error(text)
     if error is not None or "<<" not in text:
         return error
-    for start, end in _script_bodies(text):
+    for start, end in (_script_bodies(text) if bodies is None else bodies):
         error = _bash_error(text[start:end])
         if error is not None:
             line = text.count("\n", 0, start) + 1
@@ -66,7 +68,8 @@ def _shell_error(text: str) -> str | None:
 
 
 def _script_bodies(text: str) -> list[tuple[int, int]]:
-    """The spans of the heredoc bodies that are shell scripts (parsers/heredoc.body_kind)."""
+    """The spans of the heredoc bodies that are shell scripts (parsers/heredoc.body_kind), where
+    no parse of the text is at hand (a target named through a variable is not resolved here)."""
     from ..parsers.heredoc import body_kind, written_to
     from ..parsers.shell_lex import commands
 
@@ -130,6 +133,9 @@ def _yaml_error_c_first(text: str) -> str | None:
     safe_c = getattr(yaml, "CSafeLoader", None)
     if safe_c is None:
         return _yaml_error(text)
+    reused = _construct_composed(text)
+    if reused is not None:
+        return None if reused else _yaml_error(text)
     loader = safe_c(text)           # what yaml.safe_load_all does, on libyaml: only a safe loader here
     try:
         while loader.check_data():
@@ -174,6 +180,9 @@ def _yaml_error_edited(before: str, after: str) -> str | None:
     lo, hi = _changed_range(before, after)
     if safe_c is None or "%" in after[max(0, lo - 1):hi + 1]:
         return _yaml_error_c_first(after)
+    reused = _construct_composed(after, lo, hi)
+    if reused is not None:
+        return None if reused else _yaml_error(after)
     loader = safe_c(after)
     try:
         while loader.check_node():
@@ -185,6 +194,31 @@ def _yaml_error_edited(before: str, after: str) -> str | None:
     finally:
         loader.dispose()
     return None
+
+
+def _construct_composed(text: str, lo: int | None = None, hi: int | None = None) -> bool | None:
+    """The front end composed this very text with libyaml's safe loader a moment ago (every
+    document: the syntax is read whole; parsers.yaml_source.composed): construct its documents
+    (those meeting [lo, hi] when given) instead of composing the text again. True: they
+    construct; False: one does not (the caller asks the careful check for the words); None: no
+    such composition at hand. A merge key (`<<: *base`) is left to a fresh composition: the
+    constructor flattens a merged mapping in place, and these nodes are the front end's."""
+    import yaml
+    from ..parsers.yaml_source import composed
+
+    docs = composed(text)
+    if docs is None or "<<" in text:
+        return None
+    loader = yaml.CSafeLoader("")
+    try:
+        for node in docs:
+            if lo is None or (node.start_mark.index <= hi and node.end_mark.index >= lo):
+                loader.construct_document(node)
+        return True
+    except Exception:
+        return False
+    finally:
+        loader.dispose()
 
 
 def _json_error(text: str) -> str | None:
@@ -221,8 +255,11 @@ def checker(kind: str, path: Path):
     return None
 
 
-def native_error(kind: str, path: Path, before: str, after: str, memo: dict | None = None) -> str | None:
+def native_error(kind: str, path: Path, before: str, after: str, memo: dict | None = None,
+                 after_scripts: list[tuple[int, int]] | None = None) -> str | None:
     """Why `after` does not parse in its own language when `before` did, else None.
+    `after_scripts`: the heredoc bodies our front end read as scripts in `after`
+    (ParsedFile.scripts), so a shell file's are not looked for again.
 
     `memo` (path -> (text, its check's answer), the last text checked per path): a fix pass's
     result is the next pass's `before` (and a migrate step's the next step's), so its check is
@@ -233,6 +270,9 @@ def native_error(kind: str, path: Path, before: str, after: str, memo: dict | No
         return None
     if memo is not None and check is _yaml_error:
         check = _yaml_error_c_first
+    plain = check
+    if check is _shell_error and after_scripts is not None:
+        check = lambda text: _shell_error(text, after_scripts if text is after else None)  # noqa: E731
 
     def answer(text: str) -> str | None:
         if memo is None:
@@ -240,7 +280,7 @@ def native_error(kind: str, path: Path, before: str, after: str, memo: dict | No
         hit = memo.get(path)
         if hit is not None and hit[0] == text:
             return hit[1]
-        if check is _yaml_error_c_first and text is after and hit is not None and hit[0] == before \
+        if plain is _yaml_error_c_first and text is after and hit is not None and hit[0] == before \
                 and hit[1] is None:
             result = _yaml_error_edited(before, after)      # `before` read: construct what changed
         else:

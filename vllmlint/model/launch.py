@@ -525,6 +525,10 @@ class ParsedFile:
     # met, in walk order; None where not read (another kind, or a file the walk did not finish).
     # VL306 reads them instead of parsing the file again.
     vllm_imports: list | None = None
+    # shell: (start, end) of each heredoc body the front end read as a script of its own
+    # (`cat > run.sh <<EOF`, `bash -s <<EOF`): bash reads a body as data, so the parse-back
+    # (lint.parseback) runs `bash -n` on each of these too
+    scripts: list[tuple[int, int]] = field(default_factory=list)
 
 
 ParserFn = Callable[[SourceFile], ParsedFile]

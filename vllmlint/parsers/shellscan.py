@@ -102,6 +102,8 @@ class ShellScan:
     """What a shell script holds: its launches and its environment settings."""
     launches: list[Launch] = field(default_factory=list)
     env: list[EnvEntry] = field(default_factory=list)
+    # (start, end) in the file of each heredoc body read as a script of its own (ParsedFile.scripts)
+    scripts: list[tuple[int, int]] = field(default_factory=list)
 
 
 _SCANNERS = itertools.count()
@@ -374,6 +376,8 @@ class _Scanner(ShellVariables, ShellSpans):
             kind = body_kind(values[0], values, targets, self.file.text[fs:fe])
             if kind is None:
                 continue
+            if kind == "shell":
+                self.out.scripts.append((fs, fe))
             parsed = read_body(self.file, kind, fs, fe, expands=not doc.quoted)
             if parsed is None:
                 continue
@@ -486,7 +490,7 @@ def parse_shell(source: SourceFile):
         raise ParseError(source.line_col(bad)[0], "shell syntax error: a quote, `$(`, `${` or backtick "
                                                   "in this word is never closed")
     scan = scan_shell(source, source.text, Shift(0), context="script", group=source.display, tokens=tokens)
-    return ParsedFile(source, launches=scan.launches, env=scan.env)
+    return ParsedFile(source, launches=scan.launches, env=scan.env, scripts=scan.scripts)
 
 
 def _embedded_shell(view: SourceFile, start: int, end: int, inherited):
@@ -502,7 +506,7 @@ def _embedded_shell(view: SourceFile, start: int, end: int, inherited):
     group = inherited.group or (view.display if start == 0 else f"{view.display}:{view.line_col(start)[0]}")
     scan = scan_shell(view, view.text[start:end], Shift(start), context=inherited.context or "script", group=group,
                       inherited_env=list(inherited.env), image=inherited.image)
-    return ParsedFile(view, launches=scan.launches, env=scan.env)
+    return ParsedFile(view, launches=scan.launches, env=scan.env, scripts=scan.scripts)
 
 
 embedded.register_shell(scan_shell, split_words)

@@ -403,6 +403,28 @@ def _from_reader(err: yaml.reader.ReaderError, text: str) -> YamlError:
     return YamlError(1, f"unreadable input: {err.reason}")
 
 
+# id(text) -> (text, its documents): the last texts libyaml composed whole (compose_all's fast
+# path). An edited file's parse-back (lint.parseback) constructs these documents instead of
+# composing the text a second time right after the front end did. The text is kept, so its id
+# is not reused while it is here; two entries: a file's own text and one embedded in it.
+_COMPOSED: dict[int, tuple[str, list]] = {}
+_COMPOSED_KEPT = 2
+
+
+def _remember_composed(text: str, docs: list) -> None:
+    if len(_COMPOSED) >= _COMPOSED_KEPT:
+        _COMPOSED.pop(next(iter(_COMPOSED)))
+    _COMPOSED[id(text)] = (text, docs)
+
+
+def composed(text: str) -> list | None:
+    """The documents compose_all made of this very text object on libyaml's safe loader (every
+    document composed: the text's syntax read whole), or None when it did not lately. Callers
+    construct them, never change them."""
+    hit = _COMPOSED.get(id(text))
+    return hit[1] if hit is not None and hit[0] is text else None
+
+
 def _shift_mark(mark, shift: int):
     return yaml.error.Mark(mark.name, mark.index + shift, mark.line, mark.column, None, None)
 
@@ -431,6 +453,7 @@ def compose_all(text: str) -> list[Node]:
         if shallow or _LIBYAML_NEST_LIMIT:
             fast = _compose_in_c(src)
             if fast is not None and (shallow or _depth_below_limit(fast)):
+                _remember_composed(text, fast)
                 return fast
     loader = None
     try:
