@@ -241,3 +241,36 @@ def test_heredoc_run_now_by_a_shell_python_or_ssh(tmp_path):
     assert [(r["line"], r["kind"]) for r in rows] == [(3, "serve"), (6, "serve"), (13, "engine"), (16, "serve")]
     assert rows[0]["release"] == "0.10.0"           # the image the remote host runs
     assert "(ssh gpu2 bash -s), read as shell" in rows[1]["via"]
+
+
+# -- variables set in a file the script sources --------------------------------------------------
+
+ENV_FILE = 'IMG="vllm/vllm-openai:v0.24.0"\nexport PORT=8000\nGEN=$(date)\n'
+RUN = 'docker run -d --gpus all "${IMG}" --model m --port "$PORT"\n'
+
+
+@pytest.mark.parametrize("script", [
+    '#!/bin/bash\nsource "$(dirname "$0")/../config/serving.env"\n' + RUN,
+    '#!/bin/bash\n. "${BASH_SOURCE%/*}/../config/serving.env"\n' + RUN,
+    '#!/bin/bash\nHERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\nsource "$HERE/../config/serving.env"\n' + RUN,
+    '#!/bin/bash\nset -a\nsource config/serving.env\nset +a\n' + RUN,          # run from the repository's root
+])
+def test_a_variable_set_in_a_sourced_file_is_known(tmp_path, script):
+    [row] = launches(tmp_path, {"config/serving.env": ENV_FILE, "scripts/run.sh": script})
+    assert row["image"] == "vllm/vllm-openai:v0.24.0" and row["release"] == "0.24.0"
+    assert row["argv"][:4] == ["vllm", "serve", "--model", "m"]
+
+
+@pytest.mark.parametrize("script", [
+    '#!/bin/bash\nsource /etc/vllm/serving.env\n' + RUN,                  # outside the repository
+    '#!/bin/bash\nsource "$CONF_DIR/serving.env"\n' + RUN,                # built from a variable we do not know
+    '#!/bin/bash\nsource "$(dirname "$0")/../config/missing.env"\n' + RUN,
+])
+def test_a_sourced_file_that_cannot_be_found_says_nothing(tmp_path, script):
+    assert launches(tmp_path, {"config/serving.env": ENV_FILE, "scripts/run.sh": script}) == []
+
+
+def test_a_sourced_value_computed_at_run_time_is_not_taken(tmp_path):
+    env = 'IMG=$(cat image.txt)\n'
+    assert launches(tmp_path, {"config/serving.env": env,
+                               "scripts/run.sh": '#!/bin/bash\nsource "$(dirname "$0")/../config/serving.env"\n' + RUN}) == []

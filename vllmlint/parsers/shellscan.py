@@ -195,6 +195,9 @@ class _Scanner(ShellVariables, ShellSpans):
             for w in words[1:]:
                 self._assign(w, cmd.branch)
             return
+        if head in ("source", ".") and len(words) > 1:
+            self._sourced(words[1], cmd.branch)
+            return
         if head in ("export", "declare", "typeset", "readonly"):
             for w in words[1:]:
                 self._assign(w, cmd.branch)

@@ -25,6 +25,14 @@ EXPANDING_HEADS = {"exec", "nohup", "setsid", "sudo", "env", "time", "timeout", 
                    "uv", "uvx", "pixi", "poetry", "docker", "podman", "nerdctl", "apptainer", "singularity",
                    "vllm", "torchrun", "ray", "xargs"}
 PYTHON_HEAD_RE = lazy_re(r"^python[\d.]*$")
+# the script's own folder as scripts write it: `$(dirname "$0")`, `$(dirname "${BASH_SOURCE[0]}")`,
+# `$(cd "$(dirname "$0")" && pwd)`, `$(dirname "$(realpath "$0")")`, `${BASH_SOURCE%/*}`
+_SELF = r'"?\$(?:0|\{0\}|BASH_SOURCE|\{BASH_SOURCE(?:\[0\])?\})"?'
+_DIRNAME = r'\$\(\s*dirname\s+(?:' + _SELF + r'|"?\$\(\s*(?:realpath|readlink\s+-f)\s+' + _SELF + r'\s*\)"?)\s*\)'
+SCRIPT_DIR_RE = lazy_re(r'^(?:"?' + _DIRNAME + r'"?|\$\(\s*cd\s+"?' + _DIRNAME +
+                        r'"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)|\$\{(?:BASH_SOURCE|0)%/\*\})(?=/)')
+# a file a script sources is read for its plain assignments when it is no bigger than this
+SOURCED_MAX_BYTES = 64 * 1024
 
 
 @record
@@ -173,6 +181,60 @@ class ShellVariables:
             return
         keep = [alt for alt in current if exclusive(alt.branch, branch)]
         self.vars[name] = keep + [VarValue(value, offs, branch, line, append_at)]
+
+    def _sourced(self, word: Word, branch: tuple) -> None:
+        """`source F` / `. F`: the plain assignments of F (`IMG="vllm/vllm-openai:v0.24.0"`,
+        `export MODEL=...`: literal values only) become values of this script's variables, so an
+        image or a flag set in a config file the script sources is known (found as a user on
+        yangyuxin-hub/H100-llm-deploy: `source config/serving.env` then `docker run
+        "${VLLM_DOCKER_IMAGE}"`). They have no place in this file: nothing is edited through
+        them. F is found from the script's folder (`$(dirname "$0")/...`, or a relative path
+        from the script's folder or one of the three above it, where scripts are run from);
+        an absolute path or one built from other variables is not read."""
+        path = self._sourced_path(word)
+        if path is None:
+            return
+        try:
+            if path.stat().st_size > SOURCED_MAX_BYTES:
+                return
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeError):
+            return
+        from .shell_lex import commands
+
+        try:
+            cmds = commands(text)
+        except Exception:           # not a script we can read: nothing known from it
+            return
+        line = self.file.line_col(self.fstart(word))[0]
+        for cmd in cmds:
+            if cmd.words and cmd.words[0].value not in ("export", "declare", "typeset", "readonly"):
+                continue
+            for w in cmd.assignments + cmd.words[1:]:
+                m = ASSIGN_RE().match(w.value)
+                if m and not w.dynamic and "$" not in m.group(2) and "`" not in m.group(2) \
+                        and w.value[len(m.group(1))] != "+":
+                    self.vars[m.group(1)] = [VarValue(m.group(2), [], branch, line)]
+
+    def _sourced_path(self, word: Word):
+        from pathlib import Path
+
+        here = Path(self.file.path).parent
+        value = self.resolve(word.value)
+        m = SCRIPT_DIR_RE().match(value)
+        if m:
+            rest = value[m.end():].lstrip("/")
+            folders = [here]
+        else:
+            rest = value
+            folders = [here, *list(here.parents)[:3]]
+        if not rest or "$" in rest or "`" in rest or rest.startswith(("/", "~")):
+            return None
+        for folder in folders:
+            candidate = folder / rest
+            if candidate.is_file():
+                return candidate
+        return None
 
     def _values(self, name: str) -> list[VarValue]:
         return self.vars.get(name, [])
