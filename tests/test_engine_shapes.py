@@ -274,3 +274,18 @@ def test_a_sourced_value_computed_at_run_time_is_not_taken(tmp_path):
     env = 'IMG=$(cat image.txt)\n'
     assert launches(tmp_path, {"config/serving.env": env,
                                "scripts/run.sh": '#!/bin/bash\nsource "$(dirname "$0")/../config/serving.env"\n' + RUN}) == []
+
+
+def test_a_launch_in_a_command_substitution_is_read(tmp_path):
+    script = ('#!/bin/bash\nif [ -n "$X" ]; then\n  CID=$(docker run -d --gpus all \\\n    vllm/vllm-openai:v0.24.0 '
+              '--model m --swap-space 4)\nfi\necho "$CID"\n')
+    [row] = launches(tmp_path, {"run.sh": script})
+    assert row["argv"] == ["vllm", "serve", "--model", "m", "--swap-space", "4"] and row["release"] == "0.24.0"
+    assert row["line"] == 4
+
+
+@pytest.mark.parametrize("line", ['V=$(vllm --version)', 'OUT=$(echo vllm serve m)', 'N=$((1 + 2))',
+                                  'IMG=$(cat vllm-image.txt)'])
+def test_a_substitution_that_starts_no_server_is_no_launch(tmp_path, line):
+    rows = launches(tmp_path, {"run.sh": f"#!/bin/bash\n{line}\n"})
+    assert [r for r in rows if r["kind"] == "serve"] == []

@@ -172,6 +172,7 @@ class _Scanner(ShellVariables, ShellSpans):
                     name = word.value.split("=", 1)[0].rstrip("+")
                     self.assigned[name] = (word, cmd)
                     self._assign(word, cmd.branch)
+                    self._substituted(word, cmd)
                 continue
             before = len(self.out.launches)
             self._command(cmd)
@@ -424,6 +425,24 @@ class _Scanner(ShellVariables, ShellSpans):
             if (w.value in RUNTIME_ARGS and w.dynamic) or (w.splits and ARRAY_REF_RE().match(w.value)):   # not '$@'
                 return f"its arguments arrive at run time ({w.value})"
         return None
+    def _substituted(self, word: Word, cmd: SimpleCommand) -> None:
+        """`CID=$(docker run -d ... IMAGE ...)`: the command a substitution runs is one of the
+        script's (capturing a detached container's id is the usual reason; found as a user on
+        yangyuxin-hub/H100-llm-deploy). Read like a `bash -c` string, in place; its launches
+        belong to this command's if/case arms."""
+        value = word.value
+        k = value.find("=") + 1
+        inner = value[k:]
+        if self.depth >= 4 or not inner.startswith("$(") or inner.startswith("$((") or not inner.endswith(")") \
+                or len(word.offsets) != len(value) or "vllm" not in inner.lower():
+            return
+        script = Word(inner[2:-1], word.start, word.end, tuple(word.offsets[k + 2:len(value) - 1]))
+        before = len(self.out.launches)
+        self._nested(script, self.inherited + self.exported, in_eval=self.in_eval)
+        arms = tuple(((self.uid, i), arm) for i, arm in cmd.branch)
+        for launch in self.out.launches[before:]:
+            launch.branch = arms + launch.branch
+
     def _nested(self, script: Word, env_now: list[EnvEntry], in_eval: bool, image: str | None = None,
                 via: str = "") -> None:
         if len(script.offsets) != len(script.value):
