@@ -492,3 +492,16 @@ def test_a_pin_migrate_does_not_bump_is_left_for_a_human(tmp_path, files, where)
     assert result.exit_code == 1, result.output
     assert "Left for a human (1):" in result.output and where in result.output, result.output
     assert "serve.sh:3 runs it" in result.output or "serve.sh:2 runs it" in result.output
+
+
+def test_diff_names_the_lines_of_the_files_on_disk(tmp_path):
+    """`--diff` writes nothing, so what is left for a human is placed on the files as they are;
+    a migration that writes places it on the files it wrote."""
+    text = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n    environment:\n"
+            "      - VLLM_ATTENTION_BACKEND=FLASHINFER\n      - VLLM_USE_FLASH_ATTN=1\n    command: --model m\n")
+    (tmp_path / "docker-compose.yml").write_text(text)
+    dry = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", "--diff", str(tmp_path)], catch_exceptions=False)
+    assert "docker-compose.yml:6:9: VL303 info: VLLM_USE_FLASH_ATTN" in dry.output, dry.output
+    done = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", str(tmp_path)], catch_exceptions=False)
+    assert "docker-compose.yml:5:9: VL303 info: VLLM_USE_FLASH_ATTN" in done.output, done.output
+    assert (tmp_path / "docker-compose.yml").read_text().splitlines()[4] == "      - VLLM_USE_FLASH_ATTN=1"

@@ -173,6 +173,56 @@ def pins_left_behind(project: Project, target: tuple[int, int, int], bumps: list
     return out
 
 
+def on_disk_lines(findings: list, changed: dict) -> list:
+    """`migrate --diff` writes nothing: a finding in a file the migration would change gets the
+    place of the same text in the file as it is on disk, where the user looks for it (found as a
+    user: "Left for a human" said line 13 of the migrated file while line 13 on disk was another
+    variable). A line the migration edits maps to the line it replaces, one for one where the
+    two runs of lines are the same length, else to the first of them."""
+    from ..model.record import replace
+
+    maps: dict = {}
+    out = []
+    for f in findings:
+        hit = changed.get(f.file.path)
+        if hit is None or f.file.text != hit[1]:
+            out.append(f)
+            continue
+        orig = hit[0]
+        if f.file.path not in maps:
+            maps[f.file.path] = _line_map(orig.text.splitlines(keepends=True), hit[1].splitlines(keepends=True))
+        line, col = f.line_col
+        old_line = maps[f.file.path].get(line)
+        if old_line is None:
+            out.append(f)
+            continue
+        starts = [0] + [i + 1 for i, c in enumerate(orig.text) if c == "\n"]
+        if old_line > len(starts):
+            out.append(f)
+            continue
+        start = starts[old_line - 1]
+        end = starts[old_line] - 1 if old_line < len(starts) else len(orig.text)
+        at = min(start + col - 1, end)
+        out.append(replace(f, file=orig, span=(at, min(at + f.span[1] - f.span[0], end) if f.span[1] > f.span[0] else at)))
+    return out
+
+
+def _line_map(old: list[str], new: list[str]) -> dict[int, int]:
+    """new line number -> old line number (1-based) for every line of `new`."""
+    import difflib
+
+    out: dict[int, int] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        for k in range(j2 - j1):
+            if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+                out[j1 + k + 1] = i1 + k + 1
+            elif i2 > i1:
+                out[j1 + k + 1] = i1 + 1
+            else:                   # lines the migration adds: the line before them
+                out[j1 + k + 1] = max(i1, 1)
+    return out
+
+
 def unread_names(project: Project, target: tuple[int, int, int] | None = None) -> list:
     """The places that name a vLLM image or pin (older than `target`, or floating) that no
     launch runs: listed for a human, never bumped."""
