@@ -13,6 +13,23 @@ FALSY = {"0", "false", "no", "off", ""}
 WRAPPER_VARS = {"VLLM_ADDITIONAL_ARGS", "VLLM_API_SERVER_COUNT"}
 
 
+# a file that builds vLLM from its source: vLLM's build (setup.py, CMake) reads VLLM_* variables
+# no release reads at run time (VLLM_FA_CMAKE_GPU_ARCHES, VLLM_CPU_DISABLE_AVX512, ...), and
+# which ones changes with every release's CMake files, which the catalogue does not read
+BUILDS_VLLM = re.compile(r"\bsetup\.py\s+(?:bdist_wheel|develop|install|build)|--no-binary[= ]\S*vllm|"
+                         r"git\s+clone\s[^\n]*vllm-project/vllm|\bVLLM_TARGET_DEVICE=|"
+                         r"\bpip\s+install\s+(?:-\S+\s+)*(?:-e\s+|--editable\s+)?\.(?:\s|$|\[)|"
+                         r"\bpython3?\s+-m\s+build\b")
+
+
+def _set_for_a_build(entry) -> bool:
+    """The setting comes before a command that builds vLLM from its source in the same file: a
+    build reads only what is set before it (one set after the build is the runtime's)."""
+    if entry.file.kind not in ("dockerfile", "shell") or not entry.span:
+        return False
+    return BUILDS_VLLM.search(entry.file.text, entry.span[1]) is not None
+
+
 def _consumed(entry) -> bool:
     """The same file reads `$NAME` / `${NAME}` (a RUN, an entrypoint, an env-to-flag mapper), outside
     the setting itself (compose's `NAME=${NAME:-1}` passes the host's value on: not a reader)."""
@@ -51,7 +68,11 @@ class RemovedEnvVar(Rule):
     (info), or a warning with "did you mean" when it is close to a real one. Variables that a
     launch wrapper reads are not reported: KServe's `VLLM_ADDITIONAL_ARGS` (the launch's flags)
     and `VLLM_API_SERVER_COUNT`, and any variable the same file reads as `$NAME` (a Dockerfile
-    `RUN`, an entrypoint script, an env-to-flag mapper).
+    `RUN`, an entrypoint script, an env-to-flag mapper). An unknown `VLLM_*` name set before a
+    command that builds vLLM from its source in the same Dockerfile or script (`setup.py
+    bdist_wheel`, `pip install -e .`, `--no-binary vllm`) is not reported unless it is close to a
+    real one: vLLM's build (setup.py, CMake) reads variables of its own
+    (`VLLM_FA_CMAKE_GPU_ARCHES`, `VLLM_CPU_DISABLE_AVX512`) that no release reads at run time.
 
     ## Why
     vLLM only warns about an unknown `VLLM_*` variable (`validate_environ`; an error only with
@@ -145,6 +166,8 @@ class RemovedEnvVar(Rule):
                 if not name.startswith("VLLM_") or name in WRAPPER_VARS or _consumed(entry):
                     continue
                 close = cat.close_env(name)
+                if not close and _set_for_a_build(entry):
+                    continue            # maybe a setting of vLLM's own build: not known here
                 first, last = versions()[0], versions()[-1]
                 yield self.finding(entry.file, entry.span,
                                    f"{name} is not a vLLM variable (no release {first}-{last} reads it): vLLM ignores it"

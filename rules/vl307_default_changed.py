@@ -52,7 +52,10 @@ class DefaultChanged(Rule):
     the flag with the old default, which is what the launch does today, so the fix never changes
     what today's release does; values that cannot be written as one plain token (or need
     shell quoting outside a shell script), defaults of `None` and engine-API launches are left
-    for a human.
+    for a human. Never pinned: an old default the target refuses, a value its choices dropped
+    (`--prefix-caching-hash-algo=builtin` from 0.10.2) or a class of a module it no longer has
+    (the V0 `--scheduler-cls=vllm.core.scheduler.Scheduler`): that flag would stop the target at
+    startup, so the finding says nothing keeps today's behaviour there.
     """
 
     code = "VL307"
@@ -96,6 +99,9 @@ class DefaultChanged(Rule):
                 where = f"{entry['cfg']}, {entry['at']}" if entry.get("cfg") else entry.get("at", "")
                 item = _pin(flag, was, before)
                 how = f"set `{item}` to keep it" if item else "set it to keep today's behaviour"
+                gone = _not_accepted(was, entry, new)
+                if gone:
+                    item, how = None, f"{gone} in vLLM {t}: nothing keeps today's behaviour there"
                 # researched: what the new default means (an added release's notes are its number's)
                 note = default_note(new.version if changed_in == new.name else changed_in, flag)
                 if note and note.get("say"):
@@ -107,7 +113,7 @@ class DefaultChanged(Rule):
                     edit = launch.append_edit(token)
                     if edit is not None:
                         fix = Fix([edit], f"pin {flag} to today's default")
-                if keep and fix is None:
+                if keep and fix is None and not gone:
                     how += " (not pinned automatically: set it by hand)"
                 maybe = " - vLLM then picks the value at run time, which may still be the old one" \
                     if now is None else ""
@@ -120,6 +126,19 @@ class DefaultChanged(Rule):
                                    detail=f"Today's default is that of vLLM {fmt(launch.release)}, which this launch "
                                           f"runs ({launch.release_from}); the new one is read at {where}{maybe}"
                                           + ("" if changed_in == t else f"; the target is {t}") + ".")
+
+
+def _not_accepted(was, entry: dict, new) -> str:
+    """Why today's default cannot be set on the target (a value its choices dropped, a class of a
+    module it no longer has), else "": pinning it would stop vLLM at startup (found as a user:
+    `--prefix-caching-hash-algo=builtin` and the V0 `--scheduler-cls` were advised for 0.33.0)."""
+    choices = entry.get("choices")
+    if choices and isinstance(was, (str, int)) and not isinstance(was, bool) and str(was) not in map(str, choices):
+        return f"{_show(was)} is not one of its choices"
+    if isinstance(was, str) and was.startswith("vllm.") and "." in was[5:] and new.has_modules \
+            and not new.has_module(was.rsplit(".", 1)[0]):
+        return f"{_show(was)} does not exist"
+    return ""
 
 
 @functools.lru_cache(maxsize=None)

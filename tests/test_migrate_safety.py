@@ -474,3 +474,34 @@ def test_a_module_that_starts_no_vllm_gets_the_release_of_its_pin(tmp_path):
     assert "which `migrate` does not bump: bump it by hand" in result.output, result.output
     out = CliRunner().invoke(main, ["check", str(tmp_path)], catch_exceptions=False).output
     assert "VL306" in out and "runs 0.28.0 today, the pin vllm==0.28.0 in app/requirements: bump it to 0.29.0" in out
+
+
+@pytest.mark.parametrize("files, where", [
+    ({"pyproject.toml": '[project]\nname = "x"\nversion = "0.1"\ndependencies = ["vllm==0.21.0"]\n',
+      "serve.sh": "#!/bin/bash\nvllm serve m --port 8000\n"},
+     "pyproject.toml:4: pin vllm==0.21.0: a pyproject.toml dependency"),
+    ({"serve.sh": "#!/bin/bash\npip install vllm==0.21.0\nvllm serve m --port 8000\n"},
+     "serve.sh:2: pin vllm==0.21.0: installed by its own script"),
+])
+def test_a_pin_migrate_does_not_bump_is_left_for_a_human(tmp_path, files, where):
+    """A launch whose release is a pin `migrate` does not bump keeps that release: the migration
+    says so, and exits 1, even when it has nothing else to change."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", "--diff", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    assert "Left for a human (1):" in result.output and where in result.output, result.output
+    assert "serve.sh:3 runs it" in result.output or "serve.sh:2 runs it" in result.output
+
+
+def test_diff_names_the_lines_of_the_files_on_disk(tmp_path):
+    """`--diff` writes nothing, so what is left for a human is placed on the files as they are;
+    a migration that writes places it on the files it wrote."""
+    text = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n    environment:\n"
+            "      - VLLM_ATTENTION_BACKEND=FLASHINFER\n      - VLLM_USE_FLASH_ATTN=1\n    command: --model m\n")
+    (tmp_path / "docker-compose.yml").write_text(text)
+    dry = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", "--diff", str(tmp_path)], catch_exceptions=False)
+    assert "docker-compose.yml:6:9: VL303 info: VLLM_USE_FLASH_ATTN" in dry.output, dry.output
+    done = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", str(tmp_path)], catch_exceptions=False)
+    assert "docker-compose.yml:5:9: VL303 info: VLLM_USE_FLASH_ATTN" in done.output, done.output
+    assert (tmp_path / "docker-compose.yml").read_text().splitlines()[4] == "      - VLLM_USE_FLASH_ATTN=1"

@@ -111,3 +111,18 @@ def test_vl302_names_where_a_removed_flag_went(tmp_path, monkeypatch):
     assert by_line[7]["message"].endswith("its deprecation said to use `--cudagraph-capture-sizes` instead")
     assert by_line[8]["message"].endswith("remove it (`--reasoning-parser`, which its deprecation named instead, is set)")
     assert not any(r["fixable"] for r in by_line.values())     # named, never written: no fix
+
+
+def test_vl307_never_advises_an_old_default_the_target_refuses(tmp_path, monkeypatch):
+    """0.10.1's defaults `builtin` (dropped from the choices in 0.10.2) and the V0 scheduler
+    class (its module gone) cannot be set on 0.33.0: no `set X to keep it`, and no pin."""
+    rows = findings("VL307/old-default-refused-by-target", "--select", "VL307", "--target-version", "0.33.0",
+                    tmp_path=tmp_path, monkeypatch=monkeypatch)
+    said = {row["message"].split("`")[1]: row["message"] for row in rows}
+    assert said["--prefix-caching-hash-algo"].endswith(
+        '`"builtin"` is not one of its choices in vLLM 0.33.0: nothing keeps today\'s behaviour there')
+    assert "does not exist in vLLM 0.33.0" in said["--scheduler-cls"]
+    assert not any("--prefix-caching-hash-algo=builtin" in m or "--scheduler-cls=" in m for m in said.values())
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", "--keep-defaults", "--diff", "."],
+                                catch_exceptions=False)
+    assert "--prefix-caching-hash-algo" not in "".join(l for l in result.stdout.splitlines() if l.startswith("+"))

@@ -301,24 +301,8 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
             _say_refused(findings, refused_why)
             return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                            suppressed)
-        by_file: dict[Path, list[Edit]] = {}
-        for edit in edits:
-            by_file.setdefault(edit.file.path, [])
-            if edit.key() not in {e.key() for e in by_file[edit.file.path]}:
-                by_file[edit.file.path].append(edit)
-        bad_files: dict[Path, str] = {}
         parsed_now = {pf.source.path: pf for pf in project.files}
-        for path, file_edits in by_file.items():
-            source = file_edits[0].file
-            if path not in originals:      # (re-reading it now could fail: it may be gone)
-                originals[path] = _pristine(source, overrides, buffers)
-            new_text = apply_edits(source.text, _keep_no_final_newline(source.text, file_edits))
-            reason = _reparse_error(source, new_text, parsed_now.get(path), cache)
-            if reason:
-                bad_files[path] = reason
-                dropped.append(f"{source.display}: fix not applied, the result would not parse ({reason})")
-                continue
-            overrides[path] = new_text
+        bad_files = _write_pass(edits, chosen, overrides, originals, buffers, parsed_now, cache, dropped)
         for finding in chosen:
             if any(e.file.path in bad_files for e in finding.fix.edits):
                 refused.add(_fix_key(finding))
@@ -333,6 +317,48 @@ def check_and_fix(candidates: list[Candidate], rules: list[Rule], fix: bool,
     _say_refused(findings, refused_why)
     return Outcome(findings, project.problems + problems, project, originals, overrides, fixed, dropped,
                    suppressed)
+
+
+def _write_pass(edits: list[Edit], chosen: list[Finding], overrides: dict, originals: dict, buffers: dict,
+                parsed_now: dict, cache: ParseCache, dropped: list[str]) -> dict[Path, str]:
+    """Apply one pass's edits file by file into `overrides`; the files whose result would not
+    parse, with why. A fix is written whole or not at all: when one file of a fix that edits
+    several (a variable removed from a compose override, its flag added to the compose file)
+    would not parse, that fix's edits in the other files are withdrawn too, and those files
+    are checked again without them."""
+    withdrawn: set = set()
+    bad_files: dict[Path, str] = {}
+    checked: dict[Path, tuple[frozenset, str]] = {}         # path -> (edit keys, the text they make)
+    while True:
+        pass_edits = [e for f in chosen if _fix_key(f) not in withdrawn for e in f.fix.edits] if chosen else edits
+        by_file: dict[Path, list[Edit]] = {}
+        for edit in pass_edits:
+            by_file.setdefault(edit.file.path, [])
+            if edit.key() not in {e.key() for e in by_file[edit.file.path]}:
+                by_file[edit.file.path].append(edit)
+        for path, file_edits in by_file.items():
+            keys = frozenset(e.key() for e in file_edits)
+            if path in bad_files or (path in checked and checked[path][0] == keys):
+                continue
+            source = file_edits[0].file
+            if path not in originals:      # (re-reading it now could fail: it may be gone)
+                originals[path] = _pristine(source, overrides, buffers)
+            new_text = apply_edits(source.text, _keep_no_final_newline(source.text, file_edits))
+            reason = _reparse_error(source, new_text, parsed_now.get(path), cache)
+            if reason:
+                bad_files[path] = reason
+                dropped.append(f"{source.display}: fix not applied, the result would not parse ({reason})")
+                continue
+            checked[path] = (keys, new_text)
+        torn = {_fix_key(f) for f in chosen if _fix_key(f) not in withdrawn
+                and any(e.file.path in bad_files for e in f.fix.edits)}
+        if not torn:
+            break
+        withdrawn |= torn
+    for path in by_file:
+        if path not in bad_files:
+            overrides[path] = checked[path][1]
+    return bad_files
 
 
 def _say_refused(findings: list[Finding], refused_why: dict) -> None:

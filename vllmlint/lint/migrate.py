@@ -137,6 +137,92 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
     return [b for b in (_bump(n, target, lines) for n in reached) if b is not None]
 
 
+def pins_left_behind(project: Project, target: tuple[int, int, int], bumps: list[Bump]) -> list[Bump]:
+    """The vLLM pins launches run that `migrate` does not bump (releases.unbumped_pin: a
+    pyproject.toml dependency, a `pip install vllm==X` in the launch's own script), older than
+    `target`: left for a human, each place once. Without them a migration with nothing else to
+    change said nothing of the release its launches keep (found as a user: a uv project's
+    `vllm==0.21.0` and its `vllm serve` script, "would change 0 files", exit 0)."""
+    from .releases import pyproject_pins, script_pins, unbumped_pin
+
+    seen = {(b.file.path, b.line) for b in bumps}
+    out: list[Bump] = []
+    for launch in project.launches:
+        if not unbumped_pin(launch) or launch.release >= target:
+            continue
+        place = None
+        if launch.release_pin == "pyproject":
+            folders = [p for p in project.others if p.kind == "pyproject"
+                       and launch.file.path.is_relative_to(p.path.parent) and launch.release in pyproject_pins(p.text)]
+            if folders:
+                source = max(folders, key=lambda p: len(p.path.parts))          # the nearest one
+                m = re.search(r"vllm\b[^\n]*?" + re.escape(fmt(launch.release)), source.text)
+                place = (source, source.text.count("\n", 0, m.start()) + 1 if m else 1,
+                         "a pyproject.toml dependency, which `migrate` does not bump (a lock file resolves it): "
+                         f"bump it to {fmt(target)} and re-lock (`uv lock`, `poetry lock`)")
+        elif launch.release_pin == "script":
+            line = script_pins(launch.file.text, python=launch.file.kind == "python").get(launch.release)
+            if line:
+                place = (launch.file, line, f"installed by its own script, which `migrate` does not bump: bump it "
+                                            f"to {fmt(target)} with the packages installed beside it")
+        if place is None or (place[0].path, place[1]) in seen:
+            continue
+        seen.add((place[0].path, place[1]))
+        out.append(Bump(place[0], place[1], f"vllm=={fmt(launch.release)}", f"vllm=={fmt(target)}", "pin", None,
+                        f"{place[2]}; {launch.file.display}:{launch.line} runs it"))
+    return out
+
+
+def on_disk_lines(findings: list, changed: dict) -> list:
+    """`migrate --diff` writes nothing: a finding in a file the migration would change gets the
+    place of the same text in the file as it is on disk, where the user looks for it (found as a
+    user: "Left for a human" said line 13 of the migrated file while line 13 on disk was another
+    variable). A line the migration edits maps to the line it replaces, one for one where the
+    two runs of lines are the same length, else to the first of them."""
+    from ..model.record import replace
+
+    maps: dict = {}
+    out = []
+    for f in findings:
+        hit = changed.get(f.file.path)
+        if hit is None or f.file.text != hit[1]:
+            out.append(f)
+            continue
+        orig = hit[0]
+        if f.file.path not in maps:
+            maps[f.file.path] = _line_map(orig.text.splitlines(keepends=True), hit[1].splitlines(keepends=True))
+        line, col = f.line_col
+        old_line = maps[f.file.path].get(line)
+        if old_line is None:
+            out.append(f)
+            continue
+        starts = [0] + [i + 1 for i, c in enumerate(orig.text) if c == "\n"]
+        if old_line > len(starts):
+            out.append(f)
+            continue
+        start = starts[old_line - 1]
+        end = starts[old_line] - 1 if old_line < len(starts) else len(orig.text)
+        at = min(start + col - 1, end)
+        out.append(replace(f, file=orig, span=(at, min(at + f.span[1] - f.span[0], end) if f.span[1] > f.span[0] else at)))
+    return out
+
+
+def _line_map(old: list[str], new: list[str]) -> dict[int, int]:
+    """new line number -> old line number (1-based) for every line of `new`."""
+    import difflib
+
+    out: dict[int, int] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        for k in range(j2 - j1):
+            if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+                out[j1 + k + 1] = i1 + k + 1
+            elif i2 > i1:
+                out[j1 + k + 1] = i1 + 1
+            else:                   # lines the migration adds: the line before them
+                out[j1 + k + 1] = max(i1, 1)
+    return out
+
+
 def unread_names(project: Project, target: tuple[int, int, int] | None = None) -> list:
     """The places that name a vLLM image or pin (older than `target`, or floating) that no
     launch runs: listed for a human, never bumped."""

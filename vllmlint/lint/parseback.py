@@ -221,6 +221,34 @@ def _construct_composed(text: str, lo: int | None = None, hi: int | None = None)
         loader.dispose()
 
 
+def _compose_error(text: str) -> str | None:
+    """docker compose's own rule over YAML's, for a text that reads as YAML: every service is a
+    mapping. Removing a service's last setting (an override file's only variable) leaves
+    `vllm:` with nothing under it, which compose refuses (`services.vllm must be a mapping`)."""
+    import yaml
+    from ..parsers.yaml_source import composed
+
+    if "services" not in text:
+        return None
+    docs = composed(text)
+    if docs is None:
+        try:
+            docs = list(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        except Exception:
+            return None             # the YAML check words it
+    for doc in docs:
+        if not isinstance(doc, yaml.MappingNode):
+            continue
+        for key, value in doc.value:
+            if key.value != "services" or not isinstance(value, yaml.MappingNode):
+                continue
+            for name, service in value.value:
+                if isinstance(service, yaml.ScalarNode) and service.tag.endswith(":null"):
+                    return f"compose: line {name.start_mark.line + 1}: service {name.value} would be empty " \
+                           f"(compose needs a mapping)"
+    return None
+
+
 def _json_error(text: str) -> str | None:
     try:
         json.loads(text)
@@ -276,7 +304,7 @@ def native_error(kind: str, path: Path, before: str, after: str, memo: dict | No
 
     def answer(text: str) -> str | None:
         if memo is None:
-            return check(text)
+            return check(text) or (_compose_error(text) if kind == "compose" else None)
         hit = memo.get(path)
         if hit is not None and hit[0] == text:
             return hit[1]
@@ -285,6 +313,8 @@ def native_error(kind: str, path: Path, before: str, after: str, memo: dict | No
             result = _yaml_error_edited(before, after)      # `before` read: construct what changed
         else:
             result = check(text)
+        if result is None and kind == "compose":
+            result = _compose_error(text)
         memo[path] = (text, result)
         return result
 

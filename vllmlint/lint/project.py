@@ -372,8 +372,11 @@ def link(project: Project) -> None:
         configmaps.update(pf.configmaps)
     launches = project.launches
     runtimes = _serving_runtimes(launches) if any(l.runtime_ref for l in launches) else {}
+    overrides = {pf.source.path.parent: pf for pf in project.files if pf.compose_overrides}
     for launch in launches:
         from_maps = [e for name in launch.env_from for e in configmaps.get(name, [])]
+        if launch.compose_service and overrides:
+            _merge_compose_override(launch, overrides.get(launch.file.path.parent))
         if launch.runtime_ref:
             runtime = _runtime_for(launch, runtimes.get(launch.runtime_ref, []))
             # KServe merges the predictor into the runtime's container: its image runs, its env
@@ -388,6 +391,20 @@ def link(project: Project) -> None:
         for entry in launch.env:
             if launch not in entry.launches:
                 entry.launches.append(launch)
+
+
+def _merge_compose_override(launch: Launch, override) -> None:
+    """docker compose merges the override file beside a compose file into it (no `-f` given):
+    the override's variables for the launch's service come after its own (they win), and its
+    `image:` is the one that runs (`image_source`: the tag a migration bumps is there). A parse
+    reused from the cache keeps its parser's env (ParseCache.get) but not its image: the image
+    is set again on every link."""
+    service = override.compose_overrides.get(launch.compose_service) if override is not None else None
+    if service is None:
+        return
+    launch.env = launch.env + service.env
+    if service.image:
+        launch.image, launch.image_source = service.image, override.source
 
 
 def _serving_runtimes(launches: list[Launch]) -> dict[str, list[Launch]]:

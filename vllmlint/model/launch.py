@@ -388,6 +388,10 @@ class Launch:
     serving_runtime: str = ""
     runtime_ref: str = ""
     image_source: SourceFile | None = None
+    # docker compose: the service this launch is, in a compose file docker compose reads by
+    # default (`docker-compose.yml`, `compose.yaml`): the override file beside it is merged into
+    # it (lint.project.link); "" elsewhere
+    compose_service: str = ""
 
     @property
     def port(self) -> int | None:
@@ -529,6 +533,18 @@ class ParsedFile:
     # (`cat > run.sh <<EOF`, `bash -s <<EOF`): bash reads a body as data, so the parse-back
     # (lint.parseback) runs `bash -n` on each of these too
     scripts: list[tuple[int, int]] = field(default_factory=list)
+    # a compose override file (`docker-compose.override.yml`): what it sets per service, merged
+    # into the service of the compose file beside it (lint.project.link)
+    compose_overrides: dict[str, "ComposeOverride"] = field(default_factory=dict)
+
+
+@record
+class ComposeOverride:
+    """One service of a compose override file, as docker compose merges it into the service of
+    the same name in the compose file beside it: its variables win, its image replaces."""
+    env: list[EnvEntry]
+    image: str | None = None
+    line: int = 0
 
 
 ParserFn = Callable[[SourceFile], ParsedFile]

@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import yaml
 
-from ..model.launch import Arg, Launch
+from ..model.launch import Arg, ComposeOverride, Launch
 from .detect import detect
 from .yaml_edit import append_site
 from .yaml_source import get, scalar
 from .embedded import scan_shell, split_words     # shell in YAML: read through the door
+
+
+# the files `docker compose` reads with no `-f` (compose.yaml first; the others for backward
+# compatibility), and the override it merges into them when one lies beside them
+COMPOSE_DEFAULT_NAMES = frozenset({"compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml"})
+COMPOSE_OVERRIDE_NAMES = frozenset({"compose.override.yaml", "compose.override.yml",
+                                    "docker-compose.override.yaml", "docker-compose.override.yml"})
 
 
 class ComposeServices:
@@ -20,31 +27,50 @@ class ComposeServices:
     def _compose(self, doc: yaml.MappingNode, index: int) -> None:
         services = get(doc, "services")
         assert isinstance(services, yaml.MappingNode)
+        file_name = self.source.path.name
         for key, service in services.value:
             if not isinstance(service, yaml.MappingNode):
                 continue
             name = self.plain(key) or "?"
-            self._anchor = (key.start_mark.index, key.end_mark.index)
-            self._where = {"hostnames": [h for h in (name, scalar(get(service, "container_name")),
-                                                     scalar(get(service, "hostname"))) if h]}
-            self._where.update(_compose_gpus(service))
-            env = self.env_entries(service, f"compose service {name} environment")
-            entrypoint, command = get(service, "entrypoint"), get(service, "command")
-            image = self.plain(get(service, "image"))
-            context, group = f"service {name}", f"{self.source.display}#{index}:{name}"
-            if entrypoint is not None:
-                if isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.ScalarNode):
-                    self._joined_scalars(entrypoint, command, image, env, context, group)
-                elif isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.SequenceNode):
-                    # `entrypoint: vllm serve` + command list: argv is both
-                    offs = self.offsets(entrypoint)
-                    words = split_words(self.source, entrypoint.value, offs) if offs else []
-                    self._entry_plus_args(words, command, image, env, context, group)
-                else:
-                    self.launch_from(entrypoint, command, image, env, context, group, [])
+            first = len(self.pf.launches)
+            if file_name in COMPOSE_OVERRIDE_NAMES and get(service, "command") is None \
+                    and get(service, "entrypoint") is None:
+                # compose never runs an override alone: a service it only adds to (env, an
+                # image) starts nothing of its own; it is merged into the compose file's
+                env = self.env_entries(service, f"compose service {name} environment")
             else:
-                # compose `command` replaces the image's CMD: it is the args of its entrypoint
-                self.launch_from(None, command, image, env, context, group, [])
+                env = self._compose_service(key, service, name, index)
+            if file_name in COMPOSE_DEFAULT_NAMES:
+                for launch in self.pf.launches[first:]:
+                    launch.compose_service = name
+            elif file_name in COMPOSE_OVERRIDE_NAMES and self.plain(key):
+                self.pf.compose_overrides[name] = ComposeOverride(env, self.plain(get(service, "image")),
+                                                                  key.start_mark.line + 1)
+
+    def _compose_service(self, key, service: yaml.MappingNode, name: str, index: int) -> list:
+        """Read one service (its launch, if it starts one); its environment entries."""
+        self._anchor = (key.start_mark.index, key.end_mark.index)
+        self._where = {"hostnames": [h for h in (name, scalar(get(service, "container_name")),
+                                                 scalar(get(service, "hostname"))) if h]}
+        self._where.update(_compose_gpus(service))
+        env = self.env_entries(service, f"compose service {name} environment")
+        entrypoint, command = get(service, "entrypoint"), get(service, "command")
+        image = self.plain(get(service, "image"))
+        context, group = f"service {name}", f"{self.source.display}#{index}:{name}"
+        if entrypoint is not None:
+            if isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.ScalarNode):
+                self._joined_scalars(entrypoint, command, image, env, context, group)
+            elif isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.SequenceNode):
+                # `entrypoint: vllm serve` + command list: argv is both
+                offs = self.offsets(entrypoint)
+                words = split_words(self.source, entrypoint.value, offs) if offs else []
+                self._entry_plus_args(words, command, image, env, context, group)
+            else:
+                self.launch_from(entrypoint, command, image, env, context, group, [])
+        else:
+            # compose `command` replaces the image's CMD: it is the args of its entrypoint
+            self.launch_from(None, command, image, env, context, group, [])
+        return env
 
     def _joined_scalars(self, entrypoint, command, image, env, context, group) -> None:
         """`entrypoint: /bin/bash` + `command: -c "..."`: compose runs both as one argv."""
