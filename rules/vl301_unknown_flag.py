@@ -86,7 +86,9 @@ class UnknownFlag(Rule):
                 continue
             # the image its parser gave it: a KServe predictor's comes from its runtime when the
             # tree is linked, which the parse workers running this rule do not see (per_launch)
-            plugin = plugin_of(launch.image) if not launch.runtime_ref else None
+            # the image its own file names (a per-launch rule: workers run it before linking)
+            plugin = plugin_of(launch.parsed_image if launch.image_source is not None else launch.image) \
+                if not launch.runtime_ref else None
             if plugin and m.kind != "prefix" and hist.flag_removed(normalize(opt.name), self.target) is None:
                 # the image's plugin adds flags of its own: vllmlint does not know them
                 close = cat.close_flags(opt.name) if opt.name.startswith("--") else []

@@ -289,3 +289,16 @@ def test_a_launch_in_a_command_substitution_is_read(tmp_path):
 def test_a_substitution_that_starts_no_server_is_no_launch(tmp_path, line):
     rows = launches(tmp_path, {"run.sh": f"#!/bin/bash\n{line}\n"})
     assert [r for r in rows if r["kind"] == "serve"] == []
+
+
+def test_an_image_set_in_a_sourced_file_is_left_for_a_human(tmp_path):
+    """migrate bumps no tag written in a file it does not read: the launch keeps its release,
+    and the migration says so (exit 1) instead of "would change 0 files" and nothing else."""
+    for name, text in {"config/serving.env": ENV_FILE,
+                       "scripts/run.sh": '#!/bin/bash\nsource "$(dirname "$0")/../config/serving.env"\n' + RUN}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", "--diff", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    assert "scripts/run.sh:3: image vllm/vllm-openai:v0.24.0: it runs vllm/vllm-openai:v0.24.0, set where " \
+           "`migrate` finds no tag to bump: set its tag by hand" in result.output

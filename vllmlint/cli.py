@@ -300,7 +300,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     """
     if verbose:
         show_engine_log()
-    from .lint.migrate import (detect_version, find_bumps, on_disk_lines, pins_left_behind, run_chain, step_key,
+    from .lint.migrate import (detect_version, find_bumps, left_behind, on_disk_lines, run_chain, step_key,
                                steps_between, unread_names)
     from .lint.project import load
     from .lint.report import grouped_lines, plural, text_line, unified_diff
@@ -441,7 +441,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
         line, _ = f.line_col
         say(f"  {f.file.display}:{line}: {fixed_word} {f.code} {f.name}")
     left = [b for b in bumps_seen if not b.edit]
-    left += pins_left_behind(outcome.project, to_version, bumps_seen)
+    left += left_behind(outcome.project, to_version, bumps_seen)
     if diff:
         outcome.findings = on_disk_lines(outcome.findings, changed)
     if outcome.findings or left:

@@ -137,39 +137,50 @@ def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
     return [b for b in (_bump(n, target, lines) for n in reached) if b is not None]
 
 
-def pins_left_behind(project: Project, target: tuple[int, int, int], bumps: list[Bump]) -> list[Bump]:
-    """The vLLM pins launches run that `migrate` does not bump (releases.unbumped_pin: a
-    pyproject.toml dependency, a `pip install vllm==X` in the launch's own script), older than
-    `target`: left for a human, each place once. Without them a migration with nothing else to
+def left_behind(project: Project, target: tuple[int, int, int], bumps: list[Bump]) -> list[Bump]:
+    """The launches older than `target` that no bump moves and that nothing else says stay
+    behind: left for a human, each place once. Without them a migration with nothing else to
     change said nothing of the release its launches keep (found as a user: a uv project's
-    `vllm==0.21.0` and its `vllm serve` script, "would change 0 files", exit 0)."""
+    `vllm==0.21.0` and its `vllm serve` script, "would change 0 files", exit 0).
+
+    - a pin `migrate` does not bump (releases.unbumped_pin): a pyproject.toml dependency, at
+      its line; a `pip install vllm==X` in the launch's own script, at that line;
+    - an image whose tag is written where no bump reaches (no place `lint.trace` found: a config
+      file a script sources), at the launch."""
     from .releases import pyproject_pins, script_pins, unbumped_pin
 
     seen = {(b.file.path, b.line) for b in bumps}
     out: list[Bump] = []
+
+    def add(source, line: int, old: str, new: str, what: str, why: str) -> None:
+        if (source.path, line) not in seen:
+            seen.add((source.path, line))
+            out.append(Bump(source, line, old, new, what, None, why))
+
     for launch in project.launches:
-        if not unbumped_pin(launch) or launch.release >= target:
+        if launch.release is None or launch.release >= target:
             continue
-        place = None
-        if launch.release_pin == "pyproject":
-            folders = [p for p in project.others if p.kind == "pyproject"
-                       and launch.file.path.is_relative_to(p.path.parent) and launch.release in pyproject_pins(p.text)]
-            if folders:
-                source = max(folders, key=lambda p: len(p.path.parts))          # the nearest one
+        runs = f"{launch.file.display}:{launch.line} runs it"
+        if unbumped_pin(launch) and launch.release_pin == "pyproject":
+            found = [p for p in project.others if p.kind == "pyproject"
+                     and launch.file.path.is_relative_to(p.path.parent) and launch.release in pyproject_pins(p.text)]
+            if found:
+                source = max(found, key=lambda p: len(p.path.parts))          # the nearest one
                 m = re.search(r"vllm\b[^\n]*?" + re.escape(fmt(launch.release)), source.text)
-                place = (source, source.text.count("\n", 0, m.start()) + 1 if m else 1,
-                         "a pyproject.toml dependency, which `migrate` does not bump (a lock file resolves it): "
-                         f"bump it to {fmt(target)} and re-lock (`uv lock`, `poetry lock`)")
-        elif launch.release_pin == "script":
+                add(source, source.text.count("\n", 0, m.start()) + 1 if m else 1, f"vllm=={fmt(launch.release)}",
+                    f"vllm=={fmt(target)}", "pin",
+                    f"a pyproject.toml dependency, which `migrate` does not bump (a lock file resolves it): bump it "
+                    f"to {fmt(target)} and re-lock (`uv lock`, `poetry lock`); {runs}")
+        elif unbumped_pin(launch) and launch.release_pin == "script":
             line = script_pins(launch.file.text, python=launch.file.kind == "python").get(launch.release)
             if line:
-                place = (launch.file, line, f"installed by its own script, which `migrate` does not bump: bump it "
-                                            f"to {fmt(target)} with the packages installed beside it")
-        if place is None or (place[0].path, place[1]) in seen:
-            continue
-        seen.add((place[0].path, place[1]))
-        out.append(Bump(place[0], place[1], f"vllm=={fmt(launch.release)}", f"vllm=={fmt(target)}", "pin", None,
-                        f"{place[2]}; {launch.file.display}:{launch.line} runs it"))
+                add(launch.file, line, f"vllm=={fmt(launch.release)}", f"vllm=={fmt(target)}", "pin",
+                    f"installed by its own script, which `migrate` does not bump: bump it to {fmt(target)} with "
+                    f"the packages installed beside it; {runs}")
+        elif launch.image and not launch.image_refs and not launch.pins:
+            why = stays_behind(launch, target, {})
+            if why:
+                add(launch.file, launch.line, launch.image, fmt(target), "image", f"{why}: set its tag by hand")
     return out
 
 

@@ -397,13 +397,15 @@ def _merge_compose_override(launch: Launch, override) -> None:
     """docker compose merges the override file beside a compose file into it (no `-f` given):
     the override's variables for the launch's service come after its own (they win), and its
     `image:` is the one that runs (`image_source`: the tag a migration bumps is there). A parse
-    reused from the cache keeps its parser's env (ParseCache.get) but not its image: the image
-    is set again on every link."""
+    reused from the cache gets its parser's env back (ParseCache.get) and keeps the image an
+    earlier link gave it (`parsed_image` keeps its own), which this link sets again."""
     service = override.compose_overrides.get(launch.compose_service) if override is not None else None
     if service is None:
         return
     launch.env = launch.env + service.env
     if service.image:
+        if launch.image_source is None:
+            launch.parsed_image = launch.image
         launch.image, launch.image_source = service.image, override.source
 
 

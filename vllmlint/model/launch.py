@@ -388,6 +388,10 @@ class Launch:
     serving_runtime: str = ""
     runtime_ref: str = ""
     image_source: SourceFile | None = None
+    # the image the launch's own file names, where linking gave it another (`image_source` set:
+    # a compose override's, a KServe runtime's): what a per-launch rule reads, as the parse
+    # workers that run it before linking see it
+    parsed_image: str | None = None
     # docker compose: the service this launch is, in a compose file docker compose reads by
     # default (`docker-compose.yml`, `compose.yaml`): the override file beside it is merged into
     # it (lint.project.link); "" elsewhere
