@@ -302,3 +302,11 @@ def test_an_image_set_in_a_sourced_file_is_left_for_a_human(tmp_path):
     assert result.exit_code == 1, result.output
     assert "scripts/run.sh:3: image vllm/vllm-openai:v0.24.0: it runs vllm/vllm-openai:v0.24.0, set where " \
            "`migrate` finds no tag to bump: set its tag by hand" in result.output
+
+
+def test_an_array_run_in_a_command_substitution_is_read(tmp_path):
+    script = ('#!/bin/bash\nIMAGE="vllm/vllm-openai:v0.24.0"\ndocker_cmd=(\n  docker run --detach --gpus all\n'
+              '  --entrypoint vllm\n  "${IMAGE}"\n  serve /models/m\n  --port 8000\n)\n'
+              'container_id="$("${docker_cmd[@]}" 2>"${OUT}/docker-run.stderr.log")"\n')
+    [row] = launches(tmp_path, {"run.sh": script})
+    assert row["argv"][:3] == ["vllm", "serve", "/models/m"] and row["release"] == "0.24.0"

@@ -426,22 +426,40 @@ class _Scanner(ShellVariables, ShellSpans):
                 return f"its arguments arrive at run time ({w.value})"
         return None
     def _substituted(self, word: Word, cmd: SimpleCommand) -> None:
-        """`CID=$(docker run -d ... IMAGE ...)`: the command a substitution runs is one of the
-        script's (capturing a detached container's id is the usual reason; found as a user on
-        yangyuxin-hub/H100-llm-deploy). Read like a `bash -c` string, in place; its launches
-        belong to this command's if/case arms."""
+        """`CID=$(docker run -d ... IMAGE ...)`, `id="$("${docker_cmd[@]}" 2>err.log)"`: the
+        commands a substitution runs are commands of the script (capturing a detached
+        container's id is the usual reason; found as a user on yangyuxin-hub/H100-llm-deploy and
+        Tennsoku/k8s-llm-serving-public). They are read by this scanner, their words placed in
+        this script's text, so its variables and arrays are theirs; their launches are in this
+        assignment's if/case arms and loops (arms inside the substitution are not told apart)."""
         value = word.value
         k = value.find("=") + 1
         inner = value[k:]
-        if self.depth >= 4 or not inner.startswith("$(") or inner.startswith("$((") or not inner.endswith(")") \
-                or len(word.offsets) != len(value) or "vllm" not in inner.lower():
+        if not inner.startswith("$(") or inner.startswith("$((") or not inner.endswith(")") \
+                or len(word.offsets) != len(value) or len(inner) < 4:
             return
-        script = Word(inner[2:-1], word.start, word.end, tuple(word.offsets[k + 2:len(value) - 1]))
-        before = len(self.out.launches)
-        self._nested(script, self.inherited + self.exported, in_eval=self.in_eval)
+        base = word.offsets[k + 2:len(value) - 1]           # each inner character's place in this text
+        try:
+            subs = commands(inner[2:-1])
+        except Exception:           # not a command line we can read: nothing from it
+            return
+
+        def moved(w: Word) -> Word:
+            return Word(w.value, base[w.start], base[max(w.start, w.end - 1)] + 1, tuple(base[o] for o in w.offsets),
+                        w.dynamic, w.splits)
+
         arms = tuple(((self.uid, i), arm) for i, arm in cmd.branch)
-        for launch in self.out.launches[before:]:
-            launch.branch = arms + launch.branch
+        count = self._loops_count(cmd.loops) if cmd.loops else 1
+        for sub in subs:
+            if not sub.words:
+                continue            # an assignment in a substitution is its subshell's
+            here = SimpleCommand([moved(w) for w in sub.assignments], [], [moved(w) for w in sub.words],
+                                 base[sub.start], base[max(sub.start, sub.end - 1)] + 1, cmd.branch, [], cmd.loops)
+            before = len(self.out.launches)
+            self._command(here)
+            for launch in self.out.launches[before:]:
+                launch.branch = arms + launch.branch
+                launch.count = None if count is None or launch.count is None else count * launch.count
 
     def _nested(self, script: Word, env_now: list[EnvEntry], in_eval: bool, image: str | None = None,
                 via: str = "") -> None:
