@@ -180,7 +180,10 @@ def left_behind(project: Project, target: tuple[int, int, int], bumps: list[Bump
         elif launch.image and not launch.image_refs and not launch.pins:
             why = stays_behind(launch, target, {})
             if why:
-                add(launch.file, launch.line, launch.image, fmt(target), "image", f"{why}: set its tag by hand")
+                at = launch.file.text.find(launch.image)          # where it is written, when in the launch's file
+                line = launch.file.text.count("\n", 0, at) + 1 if at >= 0 else launch.line
+                add(launch.file, line, launch.image, fmt(target), "image",
+                    why if at >= 0 else f"{why} ({launch.file.display}:{launch.line} runs it)")
     return out
 
 
@@ -294,6 +297,9 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
         return f"its image {refs[0].text} ({refs[0].where()}) is left for a human"
     if release_from_image(image) is None:
         return ""                # a moving or unnamed tag: nothing to bump
+    if image in launch.file.text:
+        # a vLLM build of another name (`public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1`)
+        return f"it runs {image}, an image `migrate` does not bump (it bumps vllm/vllm-openai tags only)"
     return f"it runs {image}, set where `migrate` finds no tag to bump"
 
 
