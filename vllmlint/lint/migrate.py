@@ -297,7 +297,7 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
         return f"its image {refs[0].text} ({refs[0].where()}) is left for a human"
     if release_from_image(image) is None:
         return ""                # a moving or unnamed tag: nothing to bump
-    if image in launch.file.text:
+    if image in launch.file.text and "vllm/vllm-openai" not in image:
         # a vLLM build of another name (`public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1`)
         return f"it runs {image}, an image `migrate` does not bump (it bumps vllm/vllm-openai tags only)"
     return f"it runs {image}, set where `migrate` finds no tag to bump"
