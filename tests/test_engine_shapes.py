@@ -310,3 +310,15 @@ def test_an_array_run_in_a_command_substitution_is_read(tmp_path):
               'container_id="$("${docker_cmd[@]}" 2>"${OUT}/docker-run.stderr.log")"\n')
     [row] = launches(tmp_path, {"run.sh": script})
     assert row["argv"][:3] == ["vllm", "serve", "/models/m"] and row["release"] == "0.24.0"
+
+
+@pytest.mark.parametrize("files", [
+    # a container's command: the file it sources is the container's, not the repository's
+    {"config/serving.env": ENV_FILE,
+     "k8s.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: busybox\n"
+                 "    command: [bash, -c, 'source config/serving.env && docker run \"${IMG}\" --model m']\n"},
+    # out of the tree: more than three folders up
+    {"serving.env": ENV_FILE, "a/b/c/d/scripts/run.sh": '#!/bin/bash\nsource ../../../../../serving.env\n' + RUN},
+])
+def test_a_sourced_file_is_read_only_for_a_scripts_own_commands_in_the_tree(tmp_path, files):
+    assert [r for r in launches(tmp_path, files) if r["image"] == "vllm/vllm-openai:v0.24.0"] == []

@@ -204,18 +204,23 @@ def on_disk_lines(findings: list, changed: dict) -> list:
             continue
         orig = hit[0]
         if f.file.path not in maps:
-            maps[f.file.path] = _line_map(orig.text.splitlines(keepends=True), hit[1].splitlines(keepends=True))
+            old_lines = orig.text.split("\n")            # lines as SourceFile.line_col counts them
+            starts, at = [], 0
+            for text_line in old_lines:
+                starts.append(at)
+                at += len(text_line) + 1
+            maps[f.file.path] = (_line_map(old_lines, hit[1].split("\n")), starts + [at])
+        line_map, starts = maps[f.file.path]
         line, col = f.line_col
-        old_line = maps[f.file.path].get(line)
+        old_line = line_map.get(line)
         if old_line is None:
             out.append(f)
             continue
-        starts = [0] + [i + 1 for i, c in enumerate(orig.text) if c == "\n"]
-        if old_line > len(starts):
+        if old_line >= len(starts):
             out.append(f)
             continue
         start = starts[old_line - 1]
-        end = starts[old_line] - 1 if old_line < len(starts) else len(orig.text)
+        end = max(start, min(starts[old_line] - 1, len(orig.text)))
         at = min(start + col - 1, end)
         out.append(replace(f, file=orig, span=(at, min(at + f.span[1] - f.span[0], end) if f.span[1] > f.span[0] else at)))
     return out

@@ -189,8 +189,11 @@ class ShellVariables:
         yangyuxin-hub/H100-llm-deploy: `source config/serving.env` then `docker run
         "${VLLM_DOCKER_IMAGE}"`). They have no place in this file: nothing is edited through
         them. F is found from the script's folder (`$(dirname "$0")/...`, or a relative path
-        from the script's folder or one of the three above it, where scripts are run from);
-        an absolute path or one built from other variables is not read."""
+        from the script's folder or one of the three above it, where scripts are run from, and
+        never outside the third folder above it); an absolute path or one built from other
+        variables is not read, nor one sourced in a container's command, a heredoc or a string."""
+        if self.file.kind != "shell" or self.depth or len(self.text) != len(self.file.text):
+            return      # a script's own commands only: in a container, a heredoc or a string, F is elsewhere
         path = self._sourced_path(word)
         if path is None:
             return
@@ -230,9 +233,10 @@ class ShellVariables:
             folders = [here, *list(here.parents)[:3]]
         if not rest or "$" in rest or "`" in rest or rest.startswith(("/", "~")):
             return None
+        top = ([here] + list(here.parents))[min(3, len(here.parents))].resolve()
         for folder in folders:
             candidate = folder / rest
-            if candidate.is_file():
+            if candidate.is_file() and candidate.resolve().is_relative_to(top):
                 return candidate
         return None
 
