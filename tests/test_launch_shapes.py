@@ -449,3 +449,27 @@ def test_vllms_api_server_copied_into_a_vllm_build_is_a_launch(tmp_path):
     [launch] = found(tmp_path, "c.sh", "docker run opea/vllm-rocm:latest python3 /workspace/api_server.py --model m\n")
     assert launch.kind == "api-server"
     assert found(tmp_path, "d.sh", "docker run python:3.12 python3 /workspace/api_server.py --model m\n") == []
+
+
+def test_flags_one_mapping_below_a_vllm_image_run_that_image(tmp_path):
+    """production-stack's modelSpec written as a bare list (a helmfile's values): the flags in
+    `vllmConfig.extraArgs` run the `repository`/`tag` of the entry above them, so their release
+    is known and `migrate` holds the fix that image's tag is not bumped with (it removed a flag
+    0.8.4 reads, found as a user on oginskis/agile-vllm-stack)."""
+    spec = ('- name: llama3-8b\n  repository: vllm/vllm-openai\n  tag: v0.8.4\n  modelURL: m\n  vllmConfig:\n'
+            '    maxModelLen: 16384\n    extraArgs: ["--disable-log-requests", "--gpu-memory-utilization", "0.8"]\n'
+            '  hf_token: {{ env "HF_TOKEN" | default "" }}\n')
+    (tmp_path / "model-specs.yaml").write_text(spec)
+    result = CliRunner().invoke(main, ["launches", "--format", "json", str(tmp_path)], catch_exceptions=False)
+    [row] = json.loads(result.stdout)
+    assert row["release"] == "0.8.4" and row["image"] == "vllm/vllm-openai:v0.8.4"
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", "--diff", str(tmp_path)], catch_exceptions=False)
+    assert not any(line.startswith("-") and "--disable-log-requests" in line for line in result.stdout.splitlines())
+    assert "model-specs.yaml:7:18: VL302" in result.output         # reported, held with the tag
+
+
+def test_an_image_above_does_not_make_other_flags_vllm(tmp_path):
+    values = ('image: vllm/vllm-openai:v0.8.4\nrouter:\n  settings:\n    extraArgs: ["--routing-logic", "roundrobin"]\n')
+    (tmp_path / "values.yaml").write_text(values)
+    result = CliRunner().invoke(main, ["launches", "--format", "json", str(tmp_path)], catch_exceptions=False)
+    assert json.loads(result.stdout) == []

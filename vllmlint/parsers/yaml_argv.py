@@ -116,11 +116,15 @@ class ContainerArgv:
         self._add([launch], env_from)
 
     def _args_list(self, key: str, seq: yaml.SequenceNode, owner: str, index: int,
-                   parent: yaml.Node | None = None) -> None:
+                   parent: yaml.Node | None = None, above: yaml.Node | None = None) -> None:
         """Chart values and recipes keep vLLM's flags in a list (`extraArgs`, `vllm_args`,
         `server_cmd_template`) that a template later puts after `vllm serve`. Beside a vLLM
         image (`image: {repository: vllm/vllm-openai, tag: v0.29.0}`) any args list is one,
-        with the image's release and the `env` list next to it."""
+        with the image's release and the `env` list next to it. A list that reads as vLLM's
+        flags one mapping further down (`{repository: vllm/vllm-openai, tag: v0.8.4, vllmConfig:
+        {extraArgs: [...]}}`, production-stack's modelSpec written as a bare list) gets the
+        image of `above`, the mapping over its own: its release is that image's, not unknown
+        (found as a user on oginskis/agile-vllm-stack: migrate removed a flag 0.8.4 reads)."""
         from .helm_values import image_beside
 
         argv = [self.arg(n) for n in seq.value if isinstance(n, yaml.ScalarNode)]
@@ -128,8 +132,11 @@ class ContainerArgv:
         engine = crds.engine_field(self, parent) if key == "args" and parent is not None else None
         if engine == "other":
             return              # a KubeAI catalogue entry of another engine: never vLLM
-        if not argv or not (image or engine == "vllm" or _looks_like_vllm_args([a.value for a in argv])):
+        looks = image or engine == "vllm" or _looks_like_vllm_args([a.value for a in argv])
+        if not argv or not looks:
             return
+        if image is None and isinstance(above, yaml.MappingNode) and self._written_plainly(above):
+            image = image_beside(above)         # only a release for a list already read as vLLM's
         env = []
         if image and isinstance(get(parent, "env"), yaml.SequenceNode) and not self._is_container(parent):
             env = self.env_entries(parent, f"env beside `{key}` (chart values)")
@@ -145,6 +152,13 @@ class ContainerArgv:
         if engine == "vllm":
             launch.via = f"{KUBEAI_VIA} engine: VLLM (flags from `{key}`)"
         self._add([launch], [])
+
+    def _written_plainly(self, mapping: yaml.MappingNode) -> bool:
+        """No template action (`{{ ... }}`, masked before composing) inside the mapping's
+        `image`, `repository` or `tag` values: what they read is what the file says."""
+        nodes = [n for n in (get(mapping, k) for k in ("image", "repository", "tag")) if n is not None]
+        return not any(s < n.end_mark.index and n.start_mark.index < e
+                       for n in nodes for s, e in self.templated)
 
     def _args_in_env(self, container, image, env, context, group, env_from) -> None:
         """KServe and others pass vLLM's flags in an env var (`VLLM_ADDITIONAL_ARGS`) that the

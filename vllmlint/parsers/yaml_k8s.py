@@ -127,10 +127,10 @@ class KubernetesResources:
         front end: scalars are never pushed (they hold nothing), each mapping's keys are read
         once, and the KubeAI test runs only where a `url` (or a merge key) may give one."""
         seen: set[int] = set()
-        stack: list[tuple[yaml.Node, str | None]] = [(doc, None)]
+        stack: list[tuple[yaml.Node, str | None, yaml.Node | None]] = [(doc, None, None)]
         consumed = self.consumed
         while stack:
-            node, parent_key = stack.pop()
+            node, parent_key, holder = stack.pop()          # holder: the mapping above this node
             if id(node) in seen:
                 continue
             seen.add(id(node))
@@ -144,12 +144,12 @@ class KubernetesResources:
                 for i in range(len(items) - 1, -1, -1):
                     v = items[i][1]
                     if type(v) is not _SCALAR and keys[i] not in NO_CONTAINERS_BELOW:
-                        stack.append((v, keys[i]))
+                        stack.append((v, keys[i], node))
                 for i, (_, v) in enumerate(items):
                     if type(v) is _SEQUENCE and _args_key(keys[i]) and id(v) not in consumed:
-                        self._args_list(keys[i], v, owner, index, node)
+                        self._args_list(keys[i], v, owner, index, node, holder)
             elif cls is _SEQUENCE:
-                stack.extend((v, parent_key) for v in reversed(node.value) if type(v) is not _SCALAR)
+                stack.extend((v, parent_key, holder) for v in reversed(node.value) if type(v) is not _SCALAR)
 
     def _loose_scripts(self, doc: yaml.Node, owner: str) -> None:
         """Shell code outside any container (dstack `commands`, SkyPilot `run`, GitHub Actions and
