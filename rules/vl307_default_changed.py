@@ -134,10 +134,10 @@ def _not_accepted(was, entry: dict, new) -> str:
     `--prefix-caching-hash-algo=builtin` and the V0 `--scheduler-cls` were advised for 0.33.0)."""
     choices = entry.get("choices")
     if choices and isinstance(was, (str, int)) and not isinstance(was, bool) and str(was) not in map(str, choices):
-        return f"{_show(was)} is not one of its choices"
+        return "that value is not one of its choices"
     if isinstance(was, str) and was.startswith("vllm.") and "." in was[5:] and new.has_modules \
             and not new.has_module(was.rsplit(".", 1)[0]):
-        return f"{_show(was)} does not exist"
+        return "that class does not exist"
     return ""
 
 
