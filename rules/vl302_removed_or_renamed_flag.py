@@ -37,6 +37,12 @@ FOLD = "fold the speculative flags into --speculative-config"
 # A run option (Rule.options): the run neither applies an unsafe fix nor says that one exists
 # (migrate: no --unsafe-fixes, no "hidden fixes" line), so the fold need not be built.
 NO_UNSAFE_FIXES = "no_unsafe_fixes"
+# A run option: the run applies no unsafe fix and shows none, it only counts them ("N hidden
+# fixes can be enabled with `--unsafe-fixes`": `check` without that flag). The fold is planned
+# and counted without its read-back (one more parse of the file: a fifth of a `check` of files
+# that carry these flags); `--unsafe-fixes`, the editor and every run that writes or shows the
+# fold read it back first and drop a fold that does not read back.
+UNSAFE_FIXES_COUNTED_ONLY = "unsafe_fixes_counted_only"
 
 
 def speculative_fix(launch, target) -> Fix | None:
@@ -44,6 +50,17 @@ def speculative_fix(launch, target) -> Fix | None:
     None when that cannot be written exactly (see Fix safety)."""
     plan = _speculative_plan(launch, target)
     return None if plan is None else _verified(launch, *plan)
+
+
+def speculative_plans(launches, target) -> dict[int, Fix | None]:
+    """The fold of each launch (by id) as planned, not read back: for a run that only counts it
+    (UNSAFE_FIXES_COUNTED_ONLY)."""
+    out: dict[int, Fix | None] = {}
+    for launch in launches:
+        if id(launch) not in out:
+            plan = _speculative_plan(launch, target)
+            out[id(launch)] = None if plan is None else Fix(plan[0][0], FOLD, "unsafe")
+    return out
 
 
 def speculative_fixes(launches, target) -> dict[int, Fix | None]:
@@ -99,15 +116,22 @@ def _folds_read_back(group, edits, parsed) -> set[int]:
     for other in parsed.launches:
         by_start.setdefault(other.span[0], other)       # the first at that place, as _parses_back
     ok = set()
+    plain = [e for e, _ in edits]
     for launch, (_, value) in group:
-        at = launch.span[0]
-        if any(e.start < at for e, owner in edits if owner == id(launch)):
-            continue            # its own edit moves its start: left to the check alone
-        start = at + sum(len(e.text) - (e.end - e.start) for e, _ in edits if e.end <= at)
-        other = by_start.get(start)
+        start = _moved_start(launch.span[0], plain)
+        other = by_start.get(start) if start is not None else None
         if other is not None and _folded(other, value):
             ok.add(id(launch))
     return ok
+
+
+def _moved_start(at: int, edits) -> int | None:
+    """Where a launch that started at `at` starts once the edits are applied: the edits before
+    it shift it (a fold of an array or variable written above its command edits text before
+    the launch); None when an edit spans its start."""
+    if any(e.start < at < e.end for e in edits):
+        return None
+    return at + sum(len(e.text) - (e.end - e.start) for e in edits if e.end <= at)
 
 
 # A line `---` at column 0 always starts a YAML document (even inside a block scalar, YAML 1.2 6.5)
@@ -206,15 +230,16 @@ def _speculative_plan(launch, target):
 def _parses_back(launch, edits, value: str) -> bool:
     """Apply the edits to a copy of the file and parse it: the launch at the same place must now
     carry `--speculative-config VALUE` and no speculative flag."""
-    return _folded_at(_reparse_documents(launch.file, edits, [launch.span[0]]), launch, value) \
-        or _folded_at(_reparse(launch.file, apply_edits(launch.file.text, edits)), launch, value)
+    return _folded_at(_reparse_documents(launch.file, edits, [launch.span[0]]), launch, edits, value) \
+        or _folded_at(_reparse(launch.file, apply_edits(launch.file.text, edits)), launch, edits, value)
 
 
-def _folded_at(parsed, launch, value: str) -> bool:
-    if parsed is None:
+def _folded_at(parsed, launch, edits, value: str) -> bool:
+    start = _moved_start(launch.span[0], edits)
+    if parsed is None or start is None:
         return False
     for other in parsed.launches:
-        if other.span[0] != launch.span[0]:
+        if other.span[0] != start:
             continue
         return _folded(other, value)
     return False
@@ -283,7 +308,8 @@ class RemovedOrRenamedFlag(Rule):
     --num-speculative-tokens 5` -> `--speculative-config '{"model": "M",
     "num_speculative_tokens": 5}'`), quoted the way the file quotes that token, and removes the
     others; it is offered only when the launch has no `--speculative-config` yet, every value is
-    written literally, and the edited file parses back to exactly that argv.
+    written literally, and the edited file parses back to exactly that argv (where the fold is
+    applied or shown: a `check` without `--unsafe-fixes` counts it as planned).
     `--rope-scaling` and `--rope-theta` went into `--hf-overrides` JSON (`"rope_scaling"`,
     `"rope_theta"`), as vLLM's own deprecation warning said: the finding names the key, with no
     fix (whether the key means the same on the target's transformers is for a human to check).
@@ -343,10 +369,12 @@ class RemovedOrRenamedFlag(Rule):
                 if id(launch) not in speculative_done and not self.options.get(NO_UNSAFE_FIXES):
                     speculative_done.add(id(launch))
                     if folds is None:
-                        folds = speculative_fixes(
+                        fold = speculative_plans if self.options.get(UNSAFE_FIXES_COUNTED_ONLY) \
+                            else speculative_fixes
+                        folds = fold(
                             [la for la, o in pairs if o.match.kind != "prefix" and normalize(o.name) in SPECULATIVE
                              and hist.flag_removed(normalize(o.name), self.target) is not None], self.target)
-                    fix = folds.get(id(launch)) if id(launch) in folds else speculative_fix(launch, self.target)
+                    fix = folds.get(id(launch)) if id(launch) in folds else fold([launch], self.target).get(id(launch))
                 yield self.finding(wfile, where,
                                    head + f": set \"{SPECULATIVE[name]}\" in --speculative-config instead",
                                    fix, launches=[launch], min_release=self.target,

@@ -104,7 +104,10 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
     if not candidates and not missing:
         echo(f"warning: no vLLM config found in {' '.join(paths) or '.'}", err=True)
     options = {"topology": settings.topology, "model_config": settings.model_config,
-               "prompt_tokens": settings.prompt_tokens}
+               "prompt_tokens": settings.prompt_tokens,
+               # unsafe fixes are only counted unless --unsafe-fixes (rules/vl302: its fold is
+               # read back only where it is applied or shown)
+               "unsafe_fixes_counted_only": not unsafe_fixes}
     rules = list(selected_rules(target_version, settings.select, settings.ignore, options))
     try:
         outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings,
