@@ -79,6 +79,11 @@ class DefaultChanged(Rule):
             if not is_vllm(launch) or launch.release is None or launch.release >= self.target:
                 continue
             today = release_for(launch.release)
+            # older than every catalogued release (vllm/vllm-openai:v0.5.0): the defaults compared
+            # are the oldest release's, and no value is pinned (today's may differ from it)
+            before_all = today is None
+            if before_all:
+                today = _oldest()
             if today is None or today == new.version:
                 continue
             old = load(today)
@@ -97,7 +102,7 @@ class DefaultChanged(Rule):
                 if launch.kind == ENGINE and str(entry.get("cfg", "")).startswith("FrontendArgs"):
                     continue
                 where = f"{entry['cfg']}, {entry['at']}" if entry.get("cfg") else entry.get("at", "")
-                item = _pin(flag, was, before)
+                item = None if before_all else _pin(flag, was, before)
                 how = f"set `{item}` to keep it" if item else "set it to keep today's behaviour"
                 gone = _not_accepted(was, entry, new)
                 if gone:
@@ -120,12 +125,22 @@ class DefaultChanged(Rule):
                 if note:
                     maybe = (f": {note.get('means', '')}; {note.get('advice', '')}"
                              f" (evidence: {'; '.join(note.get('evidence', [])[:3])})")
+                since = f" ({today}'s, the oldest release vllmlint knows)" if before_all else ""
+                today_is = (f"This launch runs vLLM {fmt(launch.release)} ({launch.release_from}), older than "
+                            f"every release vllmlint knows: the old default is that of {today}") if before_all \
+                    else f"Today's default is that of vLLM {fmt(launch.release)}, which this launch runs ({launch.release_from})"
                 yield self.finding(launch.file, launch.span,
-                                   f"`{flag}` is not set: its default changes from {_show(was)} to {_show(now)} "
+                                   f"`{flag}` is not set: its default changes from {_show(was)}{since} to {_show(now)} "
                                    f"in vLLM {changed_in}; {how}", fix,
-                                   detail=f"Today's default is that of vLLM {fmt(launch.release)}, which this launch "
-                                          f"runs ({launch.release_from}); the new one is read at {where}{maybe}"
+                                   detail=f"{today_is}; the new one is read at {where}{maybe}"
                                           + ("" if changed_in == t else f"; the target is {t}") + ".")
+
+
+def _oldest() -> str | None:
+    from vllmlint.knowledge.catalogue import versions
+
+    found = versions()
+    return found[0] if found else None
 
 
 def _not_accepted(was, entry: dict, new) -> str:

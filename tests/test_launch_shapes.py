@@ -473,3 +473,49 @@ def test_an_image_above_does_not_make_other_flags_vllm(tmp_path):
     (tmp_path / "values.yaml").write_text(values)
     result = CliRunner().invoke(main, ["launches", "--format", "json", str(tmp_path)], catch_exceptions=False)
     assert json.loads(result.stdout) == []
+
+
+CONFIGMAP_SCRIPT = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: start}
+data:
+  start.sh: |
+    #!/bin/sh
+    exec vllm serve --model=m "$@"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.2
+          command: COMMAND
+          args: ARGS
+          volumeMounts: [{name: s, mountPath: /scripts}]
+      volumes: [{name: s, configMap: {name: start}}]
+"""
+
+
+@pytest.mark.parametrize("command, args, argv, editable", [
+    # the container runs the script: its args (and the command's words after it) are "$@"
+    ('["/scripts/start.sh"]', '["--swap-space=4", "--port", "8000"]',
+     ["--model=m", "--swap-space=4", "--port", "8000"], True),
+    ('["bash", "/scripts/start.sh", "--seed", "1"]', '["--port=8000"]',
+     ["--model=m", "--seed", "1", "--port=8000"], True),
+    ('["/scripts/start.sh"]', '[]', ["--model=m"], True),
+    # not passed as "$@": a `sh -c` string runs the script with none; a value known at run time
+    ('["sh", "-c", "/scripts/start.sh"]', '["--swap-space=4"]', ["--model=m", "$@"], False),
+    ('["/scripts/start.sh"]', '["--port=$(PORT)"]', ["--model=m", "$@"], False),
+])
+def test_a_configmap_script_gets_the_args_its_container_passes(tmp_path, command, args, argv, editable):
+    text = CONFIGMAP_SCRIPT.replace("COMMAND", command).replace("ARGS", args)
+    [launch] = found(tmp_path, "deploy.yaml", text)
+    assert [a.value for a in launch.argv[2:]] == argv
+    assert (launch.not_editable is None) == editable, launch.not_editable
+    for arg in launch.argv[3:]:
+        if editable:           # each passed flag is read where the manifest writes it
+            assert launch.file.text[arg.span[0]:arg.span[1]].strip('"') == arg.value

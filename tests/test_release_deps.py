@@ -66,6 +66,23 @@ HELD = {   # case -> (the launch's file, what `launches` says its release is fro
 }
 
 
+# the release comes through a link to a file `migrate` does not bump for the launch: its fixes
+# for the target wait for that file's upgrade (found as a user: a script's flags fixed while the
+# Dockerfile that copies it stayed on its old image)
+LINKED = ("workflow-env", "workflow-matrix", "dockerfile-copy", "dockerfile-copy-pin", "config-image")
+
+
+@pytest.mark.parametrize("case", LINKED)
+def test_migrate_does_not_fix_a_launch_whose_linked_release_stays(case, tmp_path):
+    work = copy(f"releases/{case}", tmp_path)
+    path, source = HELD[case]
+    before = snapshot(work)
+    result = run(["migrate", "--to", "0.30.0", "."], work)
+    assert snapshot(work)[path] == before[path], result.output
+    assert "not fixed by the migration: its release is the " + source.removeprefix("release 0.22.0 from ")\
+        .removeprefix("release 0.24.0 from ") in result.output, result.output
+
+
 @pytest.mark.parametrize("case", sorted(HELD))
 def test_fix_held_back_on_the_release_another_file_names(case, tmp_path):
     work = copy(f"releases/{case}", tmp_path)

@@ -266,6 +266,10 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
 
     if launch.via.startswith(KUBEAI_VIA) and kubeai and id(launch) not in kubeai:
         return "KubeAI runs it with the image of a resource profile this tree does not define"
+    if launch.release_linked:
+        # found as a user on mateusz-kolodziejczyk/vllm-huggingface: the flags of a script a
+        # Dockerfile copies were fixed for the target while that Dockerfile's FROM stayed
+        return f"its release is the {launch.release_from}, which `migrate` does not bump for it"
     if unbumped_pin(launch):
         if launch.release_pin == "pyproject":
             return (f"its release is the {launch.release_from}, which `migrate` does not bump (a lock file "
@@ -322,7 +326,8 @@ def hold_back(target: tuple[int, int, int], hold=None):
             hold_fixes(findings, hold)
 
         held = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
-                any(l.image or l.via.startswith(KUBEAI_VIA) or unbumped_pin(l) for l in f.fix.launches)]
+                any(l.image or l.via.startswith(KUBEAI_VIA) or unbumped_pin(l) or l.release_linked
+                    for l in f.fix.launches)]
         loose = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
                  any(_unknown_host(l) for l in f.fix.launches)]
         if not held and not loose:

@@ -352,8 +352,9 @@ def _common_root(paths: list[Path]) -> Path:
         return paths[0].parent
 
 
-def _set(launch: Launch, release, why: str) -> bool:
+def _set(launch: Launch, release, why: str, linked: bool = False) -> bool:
     launch.release, launch.release_from, launch.release_pin = release, why, ""
+    launch.release_linked = linked
     return True
 
 
@@ -392,7 +393,7 @@ def _copied_into(launch: Launch, repo: Repo, extra_images) -> bool:
             launch.release_unnamed = f"it is copied into the image of {where}: {platform}"
             return True
         if release is not None:
-            return _set(launch, release, f"{why}, which copies it ({where})")
+            return _set(launch, release, f"{why}, which copies it ({where})", linked=True)
     return False
 
 
@@ -646,7 +647,7 @@ def _workflow_env(launch: Launch, repo: Repo, extra_images) -> bool:
             many = len({f[0] for f in found}) > 1
             where = f"{_display(workflow, repo.root)}:{_line_of(text, at)}"
             return _set(launch, release, f"{var}={value.strip()} in {where}"
-                        + (" (the oldest of its matrix)" if many else ""))
+                        + (" (the oldest of its matrix)" if many else ""), linked=True)
     return False
 
 
@@ -698,7 +699,8 @@ def _named_config(launch: Launch, repo: Repo, extra_images) -> bool:
                     found.append((release, im.group("v"), im.start("v")))
             if found:
                 release, value, at = min(found)
-                return _set(launch, release, f"image {value} in {_display(path, repo.root)}:{_line_of(config, at)}")
+                return _set(launch, release, f"image {value} in {_display(path, repo.root)}:{_line_of(config, at)}",
+                            linked=True)
             break
     return False
 

@@ -372,6 +372,10 @@ class Launch:
     # "requirements" (VL306's stand-in for a module that starts no vLLM: no launch reaches the pin)
     release_pin: str = ""
     release_unnamed: str = ""  # a pinned image whose tag names no release (lint.releases.unnamed_release)
+    # the release came through a link to another file that `migrate` does not bump for this
+    # launch (lint.release_links: a Dockerfile that copies the script, a CI workflow's variable,
+    # a config file's `image:`): its fixes for a new release wait for that file's upgrade
+    release_linked: bool = False
     via: str = ""              # how it was recognised, when not plain (`via docker run, image $IMAGE = ...`)
     branch: tuple = ()         # shell: the if/case arms it is written in (parsers.shell_lex.exclusive)
     alternative_of: int | None = None   # line of the same engine written in an exclusive arm

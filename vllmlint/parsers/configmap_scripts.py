@@ -49,7 +49,7 @@ def read(parser, docs: list) -> None:
         return
     mounts = _mounts(parser, docs)
     for cm, key, kind, node in scripts:
-        image, env, where = _runner(mounts, cm, key)
+        image, env, where, container, path = _runner(mounts, cm, key)
         context = f"ConfigMap {cm} key {key}" + (f" (run by {where})" if where else "")
         group = f"{parser.source.display}:ConfigMap/{cm}:{key}"
         line = node.start_mark.line + 1
@@ -64,6 +64,8 @@ def read(parser, docs: list) -> None:
             launches, found_env = scan.launches, scan.env
             for launch in launches:
                 launch.via = via + (f"; {launch.via}" if launch.via else "")
+                if container is not None:
+                    _pass_container_args(parser, launch, container, path)
         else:
             offs = parser.offsets(node)
             if not offs or node.style != "|":
@@ -132,7 +134,7 @@ def _mounts(parser, docs: list) -> list[tuple[str, str, str, str, tuple]]:
                 seq = get(node, part)
                 for container in (seq.value if isinstance(seq, yaml.SequenceNode) else []):
                     image, env = parser.containers.get(id(container), (parser.plain(get(container, "image")), []))
-                    where = f"container {scalar(get(container, 'name')) or '?'} ({owner})"
+                    where = f"container {scalar(get(container, 'name')) or '?'} ({owner})", container
                     mounts = get(container, "volumeMounts")
                     for mount in (mounts.value if isinstance(mounts, yaml.SequenceNode) else []):
                         found = by_volume.get(scalar(get(mount, "name")) or "")
@@ -144,9 +146,9 @@ def _mounts(parser, docs: list) -> list[tuple[str, str, str, str, tuple]]:
 
 
 def _runner(mounts, cm: str, key: str):
-    """The image, env and name of the container that runs ConfigMap `cm`'s `key`: it mounts the
-    ConfigMap and its document names the script's path."""
-    for name, items, path, sub, text, runner in mounts:
+    """The image, env, name and node of the container that runs ConfigMap `cm`'s `key`, and the
+    path the script has in it: it mounts the ConfigMap and its document names that path."""
+    for name, items, path, sub, text, (image, env, (where_name, container)) in mounts:
         if name != cm:
             continue
         if sub:
@@ -155,6 +157,45 @@ def _runner(mounts, cm: str, key: str):
             where = [f"{path.rstrip('/')}/{items[key]}"] if items.get(key) else []
         else:
             where = [f"{path.rstrip('/')}/{key}"]
-        if any(w in text for w in where):
-            return runner
-    return None, [], ""
+        found = next((w for w in where if w in text), None)
+        if found is not None:
+            return image, env, where_name, container, found
+    return None, [], "", None, ""
+
+
+RUNTIME_ARGS = ("$@", "${@}")
+SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env bash", "/usr/bin/bash")
+
+
+def _pass_container_args(parser, launch, container, path: str) -> None:
+    """A container whose `command:` is the script (`[/scripts/start.sh]`, `[bash, /scripts/start.sh]`)
+    passes it its `args:` (and the words after the script in `command:`) as `"$@"`: they take
+    the place of `"$@"` in the launch, with their spans in the manifest, so the flags a chart
+    gives the script are read and fixed where they are written (found as a user on
+    castai/helm-charts: an image bumped past the flags its args list passed to the script).
+    Anything else (a `sh -c` string, args that are not plain words, `$@` twice) is left as it
+    was: a launch whose arguments arrive at run time, which is not edited."""
+    at = [i for i, a in enumerate(launch.argv) if a.value in RUNTIME_ARGS and a.dynamic]
+    if len(at) != 1:
+        return
+    command = parser.argv_nodes(get(container, "command"))
+    words = [parser.plain(n) for n in command]
+    if words[:1] == [path]:
+        rest = command[1:]
+    elif len(words) >= 2 and words[0] in SHELLS and words[1] == path:
+        rest = command[2:]
+    else:
+        return
+    args_node = get(container, "args")
+    if args_node is not None and not isinstance(args_node, yaml.SequenceNode):
+        return
+    nodes = rest + parser.argv_nodes(args_node)
+    if any(not isinstance(n, yaml.ScalarNode) for n in nodes):
+        return
+    passed = [parser.arg(n) for n in nodes]
+    if any(a.dynamic for a in passed):
+        return
+    i = at[0]
+    launch.argv[i:i + 1] = passed
+    if launch.not_editable and launch.not_editable.startswith("its arguments arrive at run time"):
+        launch.not_editable = None
