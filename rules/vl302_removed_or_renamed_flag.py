@@ -28,8 +28,14 @@ SHELL_KINDS = {"shell", "dockerfile", "makefile", "justfile"}
 # (vllm-project/vllm#28006). No fix: whether the key still means the same on the target (newer
 # transformers read `rope_parameters`) is the user's to check, and deleting the flag alone
 # would silently drop the context extension it sets.
+# `--guided-decoding-backend X` (removed in 0.12.0, its deprecation named nothing) is
+# `--structured-outputs-config '{"backend": X}'` (vllm-project/vllm#22772: "use
+# `--structured-outputs-config '{...}'` or `--structured-outputs-config.backend outlines`";
+# found as a user on mateusz-kolodziejczyk/vllm-huggingface, where "remove it" dropped the
+# backend the deployment chose). No fix: 0.8-0.9 values carried options (`xgrammar:no-fallback`).
 MOVED_INTO_JSON = {"--rope-scaling": ("--hf-overrides", "rope_scaling"),
-                   "--rope-theta": ("--hf-overrides", "rope_theta")}
+                   "--rope-theta": ("--hf-overrides", "rope_theta"),
+                   "--guided-decoding-backend": ("--structured-outputs-config", "backend")}
 # "use --X instead" / "Please use --X" in a removed flag's deprecation text: the flag it names
 _USE_INSTEAD = re.compile(r"\b[Uu]se `?(--[a-z0-9][a-z0-9-]*(?:=[\w.-]*\w)?)")
 
@@ -313,6 +319,8 @@ class RemovedOrRenamedFlag(Rule):
     `--rope-scaling` and `--rope-theta` went into `--hf-overrides` JSON (`"rope_scaling"`,
     `"rope_theta"`), as vLLM's own deprecation warning said: the finding names the key, with no
     fix (whether the key means the same on the target's transformers is for a human to check).
+    `--guided-decoding-backend` went into `--structured-outputs-config` (`"backend"`), as the
+    change that removed it said; no fix either (older values carried options after a colon).
     A removed flag whose deprecation text named another flag (`--cuda-graph-sizes` ->
     `--cudagraph-capture-sizes`, `--worker-use-ray` -> `--distributed-executor-backend=ray`)
     gets that flag in its message, or "remove it" when the launch already sets it. Any other flag
@@ -383,8 +391,9 @@ class RemovedOrRenamedFlag(Rule):
             moved = MOVED_INTO_JSON.get(name)
             if moved and moved[0] in cat.options:
                 flag, key = moved
+                said = "vLLM's deprecation said" if name.startswith("--rope-") else "vLLM's change (#22772) said"
                 yield self.finding(wfile, where, head + f": set \"{key}\" in {flag} instead",
-                                   detail=why + f" vLLM's deprecation said `{opt.name} X` is "
+                                   detail=why + f" {said} `{opt.name} X` is "
                                                 f"`{flag} '{{\"{key}\": X}}'`; removing it alone would drop that setting.")
                 continue
             takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None

@@ -29,6 +29,9 @@ class DefaultChanged(Rule):
     `None`, `""`, `[]` and `{}` count as the same "not set";
     deprecated flags, JSON config flags, server-only flags of engine-API launches, and launches
     whose options are partly built at run time (`$EXTRA_ARGS`, `--config FILE`) are left out.
+    A launch older than every catalogued release (`vllm/vllm-openai:v0.5.0`) is compared from the
+    oldest one, 0.6.6 (the message says so), and nothing is pinned for it: its own default may
+    differ.
 
     `vllmlint migrate` lists these under "Changes behaviour silently"; `migrate --keep-defaults`
     pins the old value on each launch (`--allowed-origins '["*"]'`), so the upgrade changes
