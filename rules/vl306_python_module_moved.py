@@ -241,6 +241,7 @@ class _Runs:
     via = ""
     release_unnamed = ""
     release_pin = "requirements"
+    release_linked = False
     kind = "other"
     count = 1
 

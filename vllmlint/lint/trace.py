@@ -558,8 +558,6 @@ def trace(project) -> tuple[list[Named], list[Named]]:
     for named in named_in(project):
         source = named.file
         users: list[Launch] = []
-        if named.how == "image" and _in_comment(source.text, named.span[0]):
-            continue        # `# old: vllm/vllm-openai:v0.7.2`: runs nothing, neither reached nor left behind
         if named.how == "image":
             if _in_code(source, *named.span, code_cache):
                 users = [l for l in (*by_file.get(source.path, ()), *borrowed.get(source.path, ()))
