@@ -91,11 +91,12 @@ class DefaultChanged(Rule):
                 continue
             old = load(today)
             opts = options(launch, new)
-            if any(a.dynamic for a in launch.options) or any(
+            old_opts = options(launch, old)
+            if _built_at_run_time(launch, opts + old_opts) or any(
                     o.match.base == "--config" for o in opts if o.match.kind in ("exact", "prefix")):
                 continue                # options built at run time or read from a file: unknown
             given = {o.match.base for o in opts if o.match.kind in ("exact", "prefix")}
-            given |= {o.match.base for o in options(launch, old) if o.match.kind in ("exact", "prefix")}
+            given |= {o.match.base for o in old_opts if o.match.kind in ("exact", "prefix")}
             said = set()
             for flag, entry, before, was, now, changed_in in _changed_defaults(old, new):
                 names = {flag, *entry.get("alias", ())}     # 0.34.0: --gpu- and --device-memory-utilization
@@ -137,6 +138,19 @@ class DefaultChanged(Rule):
                                    f"in vLLM {changed_in}; {how}", fix,
                                    detail=f"{today_is}; the new one is read at {where}{maybe}"
                                           + ("" if changed_in == t else f"; the target is {t}") + ".")
+
+
+def _built_at_run_time(launch, opts) -> bool:
+    """Some of its options are built at run time: a token known only then that is not the value
+    of a flag read (`--port $PORT`, `--port={port}` set the port; `$EXTRA_ARGS` and `"$@"` may
+    set any flag, so nothing can be said of the flags it leaves unset). Found as a user on
+    zeuscsc/OpenReinforcedAgent: an f-string `docker run` whose `--port {port}` hid every
+    default change of the launch."""
+    values = set()
+    for o in opts:
+        if o.match.kind in ("exact", "prefix"):
+            values.add(id(o.arg) if o.inline else id(o.value) if o.value is not None else None)
+    return any(a.dynamic and id(a) not in values for a in launch.options)
 
 
 def _oldest() -> str | None:
