@@ -28,7 +28,9 @@ class DefaultChanged(Rule):
     are one finding. Only literal defaults are compared, and
     `None`, `""`, `[]` and `{}` count as the same "not set";
     deprecated flags, JSON config flags, server-only flags of engine-API launches, and launches
-    whose options are partly built at run time (`$EXTRA_ARGS`, `--config FILE`) are left out.
+    whose options are partly built at run time (`$EXTRA_ARGS`, `--config FILE`) are left out (a
+    flag's value or the served model known only then, `--port $PORT`, `vllm serve "$MODEL"`,
+    leaves the other flags unset all the same: those launches are read).
     A launch older than every catalogued release (`vllm/vllm-openai:v0.5.0`) is compared from the
     oldest one, 0.6.6 (the message says so), and nothing is pinned for it: its own default may
     differ.
@@ -77,6 +79,11 @@ class DefaultChanged(Rule):
         if new is None:
             return
         keep = bool(self.options.get("keep_defaults"))
+        # a chain's pin must also start the release the chain ends on (migrate's FINAL_TARGET):
+        # pinned at step 0.12.0, `--scheduler-cls=vllm.core.scheduler.Scheduler` stopped 0.33.0
+        # (found as a user on KempnerInstitute/distributed-inference-vllm)
+        final = self.options.get(FINAL_TARGET)
+        final_cat = for_target(final) if final and tuple(final) != tuple(self.target) else None
         t = self.target_str
         for launch in project.launches:
             if not is_vllm(launch) or launch.release is None or launch.release >= self.target:
@@ -118,6 +125,8 @@ class DefaultChanged(Rule):
                         "--gpu-memory-utilization", flag)
                 fix = None
                 token = _written(item, launch) if item and launch.kind != ENGINE and not launch.not_editable else None
+                if keep and token and not _pin_starts(flag, was, final_cat, new):
+                    token = None
                 if keep and token:
                     edit = launch.append_edit(token)
                     if edit is not None:
@@ -140,6 +149,25 @@ class DefaultChanged(Rule):
                                           + ("" if changed_in == t else f"; the target is {t}") + ".")
 
 
+FINAL_TARGET = "final_target"     # a run option: the release a migrate chain ends on
+
+
+def _pin_starts(flag: str, was, final_cat, step_cat) -> bool:
+    """Whether pinning today's value is known to start vLLM on the step's release and on the
+    one the chain ends on: the flag is still there, the value still one of its choices, and a
+    class it names still exists where that is known. A class path on a release whose modules
+    the catalogue does not list (before 0.27.0) is not pinned: nothing says it is still there."""
+    for cat in (step_cat, final_cat):
+        if cat is None:
+            continue
+        entry = cat.flags.get(flag)
+        if entry is None or entry.get("dep") or _not_accepted(was, entry, cat):
+            return False
+        if isinstance(was, str) and was.startswith("vllm.") and "." in was[5:] and not cat.has_modules:
+            return False
+    return True
+
+
 def _built_at_run_time(launch, opts) -> bool:
     """Some of its options are built at run time: a token known only then that is not the value
     of a flag read (`--port $PORT`, `--port={port}` set the port; `$EXTRA_ARGS` and `"$@"` may
@@ -150,7 +178,27 @@ def _built_at_run_time(launch, opts) -> bool:
     for o in opts:
         if o.match.kind in ("exact", "prefix"):
             values.add(id(o.arg) if o.inline else id(o.value) if o.value is not None else None)
+    model = _model_slot(launch)
+    if model is not None:
+        values.add(id(model))
     return any(a.dynamic and id(a) not in values for a in launch.options)
+
+
+_MODEL_VAR = re.compile(r"^\$\{?\w*(?:MODEL|CKPT|CHECKPOINT|WEIGHTS)\w*", re.IGNORECASE)
+
+
+def _model_slot(launch):
+    """`vllm serve $MODEL_PATH ...`: the positional model, known only at run time (found as a
+    user on KempnerInstitute/distributed-inference-vllm, where 8 of 11 scripts read so). A word
+    there is the model when it is one word (quoted, `"$X"`) or names a model (`$MODEL_PATH`);
+    an unquoted `$VLLM_ARGS` may be any flags."""
+    i = launch.options_start
+    if launch.kind != "serve" or i >= len(launch.argv):
+        return None
+    arg = launch.argv[i]
+    if not arg.dynamic or arg.value.startswith("-"):
+        return None
+    return arg if not arg.splits or _MODEL_VAR.match(arg.value) else None
 
 
 def _oldest() -> str | None:

@@ -113,6 +113,22 @@ def test_changed_defaults_are_listed_and_pinned_with_keep_defaults(tmp_path):
     assert again.exit_code == 0, again.stdout
 
 
+def test_keep_defaults_pins_only_what_the_last_release_starts_with(tmp_path, monkeypatch):
+    """A pin written at a step must also start the release the chain ends on: 0.8.5's
+    `--scheduler-cls` default (the V0 `vllm.core.scheduler.Scheduler`) changes in 0.12.0, a
+    release whose modules the catalogue does not list, and the class is gone by 0.33.0: it is
+    not pinned (found as a user on KempnerInstitute/distributed-inference-vllm), the others are."""
+    (tmp_path / "requirements.txt").write_text("vllm==0.8.5\n")
+    (tmp_path / "serve.sh").write_text("#!/bin/bash\nvllm serve /models/llama --tensor-parallel-size 4\n")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("migrate", "--to", "0.33.0", "--keep-defaults", ".")
+    script = (tmp_path / "serve.sh").read_text()
+    assert "--scheduler-cls" not in script, script
+    assert "'--allowed-origins=[\"*\"]'" in script, script
+    said = invoke("migrate", "--from", "0.8.5", "--to", "0.33.0", "--diff", ".").output
+    assert "`--scheduler-cls` is not set" not in said or "that class does not exist" in said
+
+
 def test_a_release_older_than_the_catalogue_is_said(tmp_path, monkeypatch):
     """vLLM 0.4.2 predates the oldest catalogued release (0.6.6): the chain starts there and says
     that what changed before it is not checked (found on a repository still on v0.4.2)."""

@@ -204,12 +204,9 @@ def on_disk_lines(findings: list, changed: dict) -> list:
             continue
         orig = hit[0]
         if f.file.path not in maps:
-            old_lines = orig.text.split("\n")            # lines as SourceFile.line_col counts them
-            starts, at = [], 0
-            for text_line in old_lines:
-                starts.append(at)
-                at += len(text_line) + 1
-            maps[f.file.path] = (_line_map(old_lines, hit[1].split("\n")), starts + [at])
+            # lines as SourceFile.line_col counts them, and one start past the end
+            maps[f.file.path] = (_line_map(orig.text.split("\n"), hit[1].split("\n")),
+                                 orig.line_starts() + [len(orig.text) + 1])
         line_map, starts = maps[f.file.path]
         line, col = f.line_col
         old_line = line_map.get(line)
@@ -545,6 +542,8 @@ def _steps(candidates, steps, post_edits, options, helm_values, cache, hold, col
     # the steps. So it is not run there (6-9% of a chain's CPU), and its suppressions are not
     # judged at a step whose release does not yet change the default they are for.
     keep_silent = bool((options or {}).get("keep_defaults"))
+    if keep_silent and steps:       # rules/vl307's FINAL_TARGET: a pin must start the last release too
+        options = {**options, "final_target": steps[-1]}
     for i, version in enumerate(steps):
         rules = [r for r in selected_rules(version, options=options) if keep_silent or r.code != SILENT]
         last = i + 1 == len(steps)

@@ -224,8 +224,38 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
             # environment of ./requirements.txt as much as scripts/serve.sh does
             if folder.parent == folder or not any(folder.parent.is_relative_to(p) for p in requirement_pins):
                 break
+            if own_project(folder):
+                break           # a project of its own that pins no vLLM: not the pins above it
             folder = folder.parent
     follow_links(project, extra_images)     # where the repository links the launch to a release
+
+
+PROJECT_FILES = ("setup.py", "setup.cfg", "environment.yml", "environment.yaml", "Pipfile", "uv.lock",
+                 "poetry.lock")
+
+
+def own_project(folder: Path) -> bool:
+    """The folder holds a Python project or environment of its own (a `pyproject.toml` with a
+    `[project]` or Poetry table, `setup.py`, a conda `environment.yml`, a lock file, a
+    requirements file that includes no other): a launch below it runs that environment, not
+    the one a requirements file further up pins (found as a user on
+    KempnerInstitute/distributed-inference-vllm: a script under envs/uv/<env>/, whose
+    pyproject.toml builds vLLM from source, read as the root requirements' vllm==0.8.5)."""
+    try:
+        if any((folder / name).is_file() for name in PROJECT_FILES):
+            return True
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            text = pyproject.read_text(errors="replace")
+            if "[project]" in text or "[tool.poetry" in text:
+                return True
+        for req in folder.glob("requirements*.txt"):
+            text = req.read_text(errors="replace")
+            if not re.search(r"(?m)^\s*(?:-r|-c|--requirement|--constraint)\b", text):
+                return True
+    except OSError:
+        return False
+    return False
 
 
 def kubeai_server_release(project, extra_images: tuple[str, ...] = ()) -> tuple:

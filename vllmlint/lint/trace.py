@@ -33,7 +33,7 @@ from pathlib import Path
 from ..knowledge.images import parse_image, parse_tag
 from ..knowledge.versions import parse_version
 from ..model.launch import KUBEAI_VIA, Launch, Named, SourceFile
-from .releases import runs_host_environment
+from .releases import own_project, runs_host_environment
 
 # `(?:(?<=:-)|...)`: also the default of `${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}` (compose, shell)
 IMAGE_TAG_RE = re.compile(
@@ -507,7 +507,8 @@ def _environment_pins(launch: Launch, requirements: dict[Path, list[SourceFile]]
     while True:
         if folder in requirements:
             return requirements[folder]
-        if folder.parent == folder or not any(_under(folder.parent, p) for p in requirements):
+        if folder.parent == folder or not any(_under(folder.parent, p) for p in requirements) \
+                or own_project(folder):        # a project of its own: as lint.releases stops
             return []
         folder = folder.parent
 

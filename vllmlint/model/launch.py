@@ -34,10 +34,14 @@ class SourceFile:
         line = bisect.bisect_right(self._line_starts, offset) - 1
         return line + 1, offset - self._line_starts[line] + 1
 
-    def line_text(self, line: int) -> str:
+    def line_starts(self) -> list[int]:
+        """The offset of each line's first character (line 1 first)."""
         self.line_col(0)
         assert self._line_starts is not None
-        start = self._line_starts[line - 1]
+        return self._line_starts
+
+    def line_text(self, line: int) -> str:
+        start = self.line_starts()[line - 1]
         end = self.text.find("\n", start)
         return self.text[start:end if end >= 0 else len(self.text)].rstrip("\r")
 
