@@ -214,6 +214,23 @@ def test_torch_is_bumped_with_vllm(tmp_path):
     assert "pin (vLLM 0.30.0 needs it) torch==2.11.0 -> torch==2.13.0" in result.output
 
 
+@pytest.mark.parametrize("index", [
+    "--extra-index-url https://download.pytorch.org/whl/cu124\n",
+    "--index-url=https://download.pytorch.org/whl/rocm6.2\n",
+    "-f https://download.pytorch.org/whl/cu121/torch_stable.html\n",
+])
+def test_torch_from_a_cuda_build_index_is_left_for_a_human(index, tmp_path):
+    """PyTorch's index of one CUDA/ROCm build serves the torch releases of that toolkit only:
+    bumping torch==2.6.0 to what vLLM needs would make pip take another build from PyPI, so the
+    environment's vLLM pin waits (found as a user on KempnerInstitute/distributed-inference-vllm)."""
+    (tmp_path / "requirements.txt").write_text(index + "torch==2.6.0\nvllm==0.8.5\n")
+    (tmp_path / "serve.sh").write_text("#!/bin/sh\nvllm serve m --port 8000\n")
+    before = snapshot(tmp_path)
+    result = run(["migrate", "--to", "0.30.0", "."], tmp_path)
+    assert snapshot(tmp_path) == before, result.output
+    assert "installs torch from PyTorch's" in result.output and "choose the index and bump by hand" in result.output
+
+
 def test_constraints_file_moves_with_requirements(tmp_path):
     work = copy("deps/requirements-constraints", tmp_path)
     run(["migrate", "--to", "0.30.0", "."], work)

@@ -70,6 +70,7 @@ class Environment:
     base_torch: str | None = None
     base: str = ""
     owner: str = ""             # the engine/plugin whose image this is
+    indexes: list[str] = field(default_factory=list)    # --index-url / --extra-index-url / --find-links
 
 
 def _parse(text: str, file: SourceFile, start: int) -> Req:
@@ -135,6 +136,8 @@ def _requirement_words(words, file: SourceFile, folder: Path, env: Environment, 
             value = bare.split("=", 1)[1] if "=" in bare else (words[i + 1][0].strip("\"'") if i + 1 < len(words) else "")
             if opt in ("-r", "--requirement", "-c", "--constraint") and value:
                 _include(folder / value, env, seen)
+            if opt in INDEX_OPTIONS and value:
+                env.indexes.append(value)
             if opt in WITH_VALUE and "=" not in bare:
                 skip = True
             continue
@@ -169,6 +172,9 @@ def _requirements_file(source: SourceFile, env: Environment, seen: set) -> None:
         if body.startswith(("-r ", "-c ", "--requirement", "--constraint")):
             value = body.split(None, 1)[1] if " " in body else body.split("=", 1)[-1]
             _include(source.path.parent / value.strip(), env, seen)
+        elif body.split("=", 1)[0].split(None, 1)[0] in INDEX_OPTIONS:
+            value = body.split(None, 1)[1] if " " in body.split("=", 1)[0] or "=" not in body else body.split("=", 1)[1]
+            env.indexes.append(value.strip())
         elif body and not body.startswith(("#", "-")):
             env.reqs.append(_parse(body, source, offset + lead))
         offset += len(line)
@@ -357,6 +363,13 @@ def _version_span(req: Req) -> tuple[int, int] | None:
 # --------------------------------------------------------------------------------------------
 # Applying to migrate's bumps
 # --------------------------------------------------------------------------------------------
+INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+# PyTorch's wheel index of one CUDA or ROCm build (download.pytorch.org/whl/cu124): it serves
+# the torch releases built for that toolkit only, which no file here lists
+TORCH_BUILD_INDEX_RE = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(?P<build>cu\d+|rocm[\d.]+)")
+TORCH_PACKAGES = ("torch", "torchvision", "torchaudio")
+
+
 def with_environments(bumps: list, project, target: tuple[int, int, int], check_deps: bool = False) -> list:
     """`bumps` (migrate.find_bumps) with each vLLM pin bump's environment settled: the exact
     pins the new release needs bumped with it (new Bump entries), or the pin left as it is with
@@ -376,8 +389,17 @@ def with_environments(bumps: list, project, target: tuple[int, int, int], check_
             continue            # what the release requires is not recorded: the pin is bumped alone, as before
         decision = decide(env, target, requires)
         extra = []
+        build = next((m for m in map(TORCH_BUILD_INDEX_RE.search, env.indexes) if m), None)
         for req, version in decision.co_bumps:
             span = _version_span(req)
+            if build is not None and req.name in TORCH_PACKAGES:
+                # found as a user on KempnerInstitute/distributed-inference-vllm: torch==2.6.0 from
+                # the cu124 index bumped to 2.14.0, which that index does not serve (pip would
+                # take another CUDA build from PyPI without a word)
+                decision.blockers.append(f"{req.text}: vLLM {fmt(target)} pins {req.name}=={version}; the "
+                                         f"environment installs {req.name} from PyTorch's {build.group('build')} "
+                                         f"index, which may not serve it: choose the index and bump by hand")
+                continue
             if span is None:
                 decision.blockers.append(f"{req.text}: vLLM {fmt(target)} pins {req.name}=={version}; "
                                          f"bump it by hand")
