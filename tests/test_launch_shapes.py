@@ -519,3 +519,21 @@ def test_a_configmap_script_gets_the_args_its_container_passes(tmp_path, command
     for arg in launch.argv[3:]:
         if editable:           # each passed flag is read where the manifest writes it
             assert launch.file.text[arg.span[0]:arg.span[1]].strip('"') == arg.value
+
+
+def test_a_command_line_that_goes_on_in_the_next_string_is_not_edited(tmp_path):
+    """A script kept as a list of line strings (`"vllm serve {model} \\\\"`, then its flags in the
+    next strings): the scan sees one line, which ends in a continuation. The launch is read,
+    but what follows is unknown (no "flag not set" finding) and it is not edited."""
+    (tmp_path / "requirements.txt").write_text("vllm==0.31.0\n")
+    [launch] = found(tmp_path, "templates.py", """
+        LAUNCH_CMD = [
+            "vllm serve {model_weights_path} \\\\",
+            "    --allowed-origins '[\\"*\\"]' \\\\",
+            "    --port 8000",
+        ]
+        """)
+    assert launch.argv[-1].value == "\\" and launch.argv[-1].dynamic
+    assert launch.not_editable and "goes on past this text" in launch.not_editable
+    result = CliRunner().invoke(main, ["check", "--target-version", "0.32.0", "--fail-level", "info", str(tmp_path)])
+    assert "VL307" not in result.output, result.output

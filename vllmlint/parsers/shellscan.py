@@ -25,6 +25,18 @@ from .shellvars import ARRAY_REF_RE, ShellVariables, VarValue, var_ref
 RUNTIME_ARGS = {"$@", "$*", "${@}", "${*}"}
 
 
+def _ends_continued(launch) -> None:
+    """A command whose text ends in a lone `\\` goes on in text this scan does not see: one line
+    of a script kept as a list of strings (`["vllm serve {model} \\", "    --port 8000 \\", ...]`,
+    found as a user on VectorInstitute/vector-inference). What follows is unknown here: the
+    word stands for it (known at run time, so no rule says a flag is unset), and the launch is
+    not edited."""
+    last = launch.argv[-1] if launch.argv else None
+    if last is not None and last.value == "\\" and not last.dynamic:
+        last.dynamic = last.splits = True
+        launch.not_editable = launch.not_editable or "the command goes on past this text (it ends in `\\`)"
+
+
 # what opens a compound body (`then`, `else`, `do`, `{`) and what closes one (`fi`, `else`,
 # `elif`, `done`, `}`): a body with nothing between them is a syntax error in sh and bash
 _OPENS_BODY_RE = re.compile(r"(?:^|[\s;&|])(?:then|else|do|\{)$")
@@ -290,6 +302,7 @@ class _Scanner(ShellVariables, ShellSpans):
         launch.via = via
         launch.append_site = AppendSite(self.file, self.fend(words[-1]), " {}")
         launch.not_editable = self._why_not_editable(expanded[opt:])
+        _ends_continued(launch)
         self.out.launches.append(launch)
 
     def _container_run(self, words: list[Word], expanded: list[Word], rvalues: list[str], run: ContainerRun,
@@ -361,6 +374,7 @@ class _Scanner(ShellVariables, ShellSpans):
         launch.via = via
         launch.append_site = AppendSite(self.file, self.fend(words[-1]), " {}")
         launch.not_editable = self._why_not_editable(option_words)
+        _ends_continued(launch)
         self.out.launches.append(launch)
 
     def _heredocs(self, cmd: SimpleCommand) -> None:
