@@ -505,3 +505,15 @@ def test_diff_names_the_lines_of_the_files_on_disk(tmp_path):
     done = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", str(tmp_path)], catch_exceptions=False)
     assert "docker-compose.yml:5:9: VL303 info: VLLM_USE_FLASH_ATTN" in done.output, done.output
     assert (tmp_path / "docker-compose.yml").read_text().splitlines()[4] == "      - VLLM_USE_FLASH_ATTN=1"
+
+
+@pytest.mark.parametrize("runner", ["apptainer exec --nv", "singularity run --nv"])
+def test_a_docker_uri_of_apptainer_is_the_tag_bumped(runner, tmp_path):
+    """`apptainer exec docker://vllm/vllm-openai:v0.8.3 vllm serve ...`: the launch runs that
+    image, so migrate bumps its tag in place, `docker://` kept (found as a user on
+    KempnerInstitute/distributed-inference-vllm: "set where migrate finds no tag to bump")."""
+    script = tmp_path / "job.sbatch"
+    script.write_text(f"#!/bin/bash\n#SBATCH --nodes=1\n{runner} docker://vllm/vllm-openai:v0.29.0 "
+                      "vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000\n")
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", str(tmp_path)])
+    assert f"{runner} docker://vllm/vllm-openai:v0.30.0 vllm serve" in script.read_text(), result.output

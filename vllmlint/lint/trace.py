@@ -37,12 +37,12 @@ from .releases import own_project, runs_host_environment
 
 # `(?:(?<=:-)|...)`: also the default of `${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}` (compose, shell)
 IMAGE_TAG_RE = re.compile(
-    r"(?P<image>(?:(?<=:-)|(?<![\w./-]))(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
+    r"(?P<image>(?:(?<=:-)|(?<=docker://)|(?<![\w./-]))(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
     r":(?P<tag>v?\d+\.\d+\.\d+[\w.+-]*)(?P<digest>@sha256:[0-9a-f]+)?")
 # a vLLM image whose tag names no release: `latest`, `nightly[-…]`, a commit, or no tag at all
 # (`image: vllm/vllm-openai`: Docker reads it as latest). Never bumped, reported for a human.
 FLOATING_TAG_RE = re.compile(
-    r"(?P<image>(?:(?<=:-)|(?<![\w./-]))(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
+    r"(?P<image>(?:(?<=:-)|(?<=docker://)|(?<![\w./-]))(?:[\w.\-]+(?::\d+)?/)?vllm/vllm-openai(?:-[a-z0-9]+)?)"
     r"(?::(?P<tag>latest|nightly[\w.\-]*|[0-9a-f]{7,40})\b|(?=[\"']?[ \t]*(?:#.*)?$))(?!@)", re.M)
 # a chart's `repository:` or a kustomize `newName:`: its tag is a key of its own (`tag:`, newTag)
 REPOSITORY_KEY_RE = re.compile(r"(?:[\w.-]*repo(?:sitory)?|newName)[\"']?[ \t]*:[ \t]*[\"']?$", re.I)
@@ -384,7 +384,8 @@ def _same_image(written: str, runs: str | None) -> bool:
         runs = default.group("default")
     def norm(ref: str) -> str:
         ref = ref.split(" (no tag", 1)[0]
-        for prefix in ("docker.io/", "index.docker.io/"):
+        # apptainer/singularity pull a registry image by URI: `docker://vllm/vllm-openai:v0.8.3`
+        for prefix in ("docker://", "docker.io/", "index.docker.io/"):
             if ref.startswith(prefix):
                 ref = ref[len(prefix):]
         return ref if ":" in ref.rsplit("/", 1)[-1] else ref + ":latest"
