@@ -537,3 +537,19 @@ def test_a_command_line_that_goes_on_in_the_next_string_is_not_edited(tmp_path):
     assert launch.not_editable and "goes on past this text" in launch.not_editable
     result = CliRunner().invoke(main, ["check", "--target-version", "0.32.0", "--fail-level", "info", str(tmp_path)])
     assert "VL307" not in result.output, result.output
+
+
+@pytest.mark.parametrize("name, runs", [
+    ("tests/test_deployment.py", False),       # compared in an assert: what the test expects
+    ("test_chart.py", False),
+    ("tests/test_server.py", True),            # the same helper, run by the test: a launch
+    ("launcher/commands.py", False),           # not a test file: a helper's argv stays a launch
+])
+def test_an_argv_a_test_only_compares_is_not_a_launch(tmp_path, name, runs):
+    run_it = "    subprocess.Popen(expected_command('0.0.0.0', 'm', 80))\n" if runs else ""
+    text = ("import subprocess\n\n\ndef expected_command(host, model, port):\n"
+            "    return ['python3', '-m', 'vllm.entrypoints.openai.api_server', '--host', host,\n"
+            "            '--model', model, '--port', str(port)]\n\n\n"
+            "def test_command(rendered):\n"
+            "    assert rendered['command'] == expected_command('0.0.0.0', 'm', 80)\n" + run_it)
+    assert bool(found(tmp_path, name, text)) == (runs or name.startswith("launcher/"))

@@ -50,6 +50,23 @@ from .pysource import Lit, SHELL_MARKERS, _TooDeep, _break_cycles, _check_nestin
 from .pywalk import ParserBase, _VISITS
 
 
+def _only_compared(module: ast.Module, names: set[str]) -> set[str]:
+    """The functions among `names` that are called, and only ever inside an `assert` or a
+    comparison (`assert argv == expected_cmd(...)`): what they return is expected, not run."""
+    calls: dict[str, list[bool]] = {}
+    stack = [(module, False)]
+    while stack:
+        node, compared = stack.pop()
+        if isinstance(node, ast.Call):
+            func = node.func
+            fn = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if fn in names:
+                calls.setdefault(fn, []).append(compared)
+        inside = compared or isinstance(node, (ast.Assert, ast.Compare))
+        stack.extend((child, inside) for child in ast.iter_child_nodes(node))
+    return {fn for fn, where in calls.items() if where and all(where)}
+
+
 def parse_python(source: SourceFile) -> ParsedFile:
     text = source.text
     tree, nul = _parse(text)
@@ -102,8 +119,9 @@ class _Parser(ArgvLists, EnvReader, ContainerCalls, StringCommands, ParserBase):
                 launches.extend(launch)
             elif launch is not None:
                 launches.append(launch)
+        expected = self.expected_argvs()
         for chain in self.chains:
-            if chain.consumed:
+            if chain.consumed or id(chain) in expected:
                 continue
             launch = self.chain_launch(chain)
             if launch is not None:
@@ -129,6 +147,20 @@ class _Parser(ArgvLists, EnvReader, ContainerCalls, StringCommands, ParserBase):
                                  "comparison), not as commands")
         launches.sort(key=lambda l: l.span)
         self.pf.launches.extend(launches)
+
+    def expected_argvs(self) -> set[int]:
+        """The argv lists a test's helper returns and nothing in the file runs
+        (`def get_expected_command(): return ["python3", "-m", "vllm.entrypoints...", ...]`
+        compared in an `assert`): what a test expects a chart or a wrapper to write, not a launch
+        (found as a user on neuralmagic/helm-charts). Only in test files (`test_*.py`,
+        `*_test.py`, `conftest.py`, a `tests/` folder); a helper a test file runs is kept."""
+        path = self.source.path
+        name = path.name
+        if not self.returns or not (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+                                    or any(part in ("tests", "test") for part in path.parent.parts[-4:])):
+            return set()
+        compared = _only_compared(self.module, set(self.returns))
+        return {id(c) for fn, found in self.returns.items() if fn in compared for c in found if c is not None}
 
     def may_mention(self, node) -> bool:
         """Can the value of this string expression mention a launch? (A quick test before the
