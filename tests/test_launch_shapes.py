@@ -553,3 +553,22 @@ def test_an_argv_a_test_only_compares_is_not_a_launch(tmp_path, name, runs):
             "def test_command(rendered):\n"
             "    assert rendered['command'] == expected_command('0.0.0.0', 'm', 80)\n" + run_it)
     assert bool(found(tmp_path, name, text)) == (runs or name.startswith("launcher/"))
+
+
+@pytest.mark.parametrize("line, image", [
+    ("shifter --image=vllm/vllm-openai:v0.8.3 --module=gpu vllm serve m --port 8000", "vllm/vllm-openai:v0.8.3"),
+    ("shifter --image vllm/vllm-openai:v0.8.3 vllm serve m", "vllm/vllm-openai:v0.8.3"),
+    ("srun -N 1 --container-image=vllm/vllm-openai:v0.9.2 --container-mounts=/m:/m vllm serve m", "vllm/vllm-openai:v0.9.2"),
+    ("srun --nodes=1 vllm serve m", None),                  # no container: the host's vLLM
+])
+def test_hpc_runners_give_the_image_they_run(tmp_path, line, image):
+    [launch] = found(tmp_path, "job.sbatch", "#!/bin/bash\n#SBATCH --nodes=1\n" + line + "\n")
+    assert launch.image == image and [a.value for a in launch.argv[:3]] == ["vllm", "serve", "m"]
+
+
+@pytest.mark.parametrize("line", [
+    "shifter --image=nvcr.io/nvidia/pytorch:24.01-py3 python train.py --epochs 3",
+    "srun --container-image=sglang/sglang:latest python -m sglang.launch_server --model m",
+])
+def test_hpc_runners_of_other_programs_start_no_vllm(tmp_path, line):
+    assert found(tmp_path, "job.sbatch", "#!/bin/bash\n" + line + "\n") == []

@@ -243,6 +243,10 @@ def container_run(words: list[str]) -> ContainerRun | None:
             return _runner_options(words, i, j + 1, f"{base} run", RUN_BOOLEANS, _SHORT_BOOL_LETTERS, False)
         if base in ("kubectl", "oc") and words[i + 1] == "run":
             return _kubectl_run(words, i)
+        if base in IMAGE_OPTION_RUNNERS:
+            found = _image_option_run(words, i, base)
+            if found is not None:
+                return found
         if base in APPTAINERS:
             sub = words[i + 1]
             j = i + 2
@@ -252,6 +256,34 @@ def container_run(words: list[str]) -> ContainerRun | None:
                 continue
             return _runner_options(words, i, j, f"{base} {sub}", APPTAINER_BOOLEANS, frozenset(), sub == "exec")
     return None
+
+
+# HPC runners that take the image as an option and run the command after their options in it:
+# NERSC's `shifter --image=IMG CMD`, Slurm's pyxis plugin `srun --container-image=IMG CMD`
+# (found as a user on KempnerInstitute/distributed-inference-vllm: read as a bare `vllm serve`)
+IMAGE_OPTION_RUNNERS = {"shifter": "--image", "srun": "--container-image"}
+
+
+def _image_option_run(words: list[str], i: int, base: str) -> ContainerRun | None:
+    """`shifter [--image=IMG | --image IMG] [OPTS] CMD`, `srun [OPTS] --container-image=IMG CMD`:
+    the command starts at the first word after the options (a valued option after the image,
+    `--module gpu`, leaves its value in front of it: detection finds the command after it)."""
+    option = IMAGE_OPTION_RUNNERS[base]
+    image_at, image_text = None, None
+    j = i + 1
+    # up to the image option every word is an option or its value (`-N 1`); after it, the
+    # command starts at the first word that is not an option
+    while j < len(words) and (image_at is None or words[j].startswith("-")):
+        w = words[j]
+        if w.startswith(option + "="):
+            image_at, image_text = j, w.split("=", 1)[1]
+        elif w == option and j + 1 < len(words):
+            image_at, image_text = j + 1, words[j + 1]
+            j += 1
+        j += 1
+    if image_at is None or not image_text or j >= len(words):
+        return None
+    return ContainerRun(base, i, image_at, None, True, args=j, image_text=image_text)
 
 
 def _kubectl_run(words: list[str], i: int) -> ContainerRun | None:
