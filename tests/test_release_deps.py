@@ -516,3 +516,25 @@ def test_a_project_of_its_own_stops_the_search_for_pins_above(tmp_path):
         assert "release" not in lines[f"{rel}/serve.sh"], lines[f"{rel}/serve.sh"]
     for rel in ("incl", "tooled"):
         assert "release 0.10.0 from pin vllm==0.10.0" in lines[f"{rel}/serve.sh"], lines[f"{rel}/serve.sh"]
+
+
+def test_a_file_checked_alone_still_runs_the_pin_beside_it(tmp_path):
+    """`check serve.sh` (a pre-commit hook passes the files it changed): the requirements file
+    beside it, not among the files checked, still says the release it runs, so a fix for a
+    newer release is held as it is when the folder is checked. Read up to the git repository's
+    root only; outside a repository nothing but the files named is read."""
+    (tmp_path / "requirements.txt").write_text("vllm==0.8.5\n")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "serve.sh"
+    script.write_text("#!/bin/bash\nvllm serve m --disable-log-requests --port 8000\n")
+    alone = run(["launches", "scripts/serve.sh"], tmp_path).output
+    assert "release" not in alone, alone                       # no repository: not read
+    (tmp_path / ".git").mkdir()
+    alone = run(["launches", "scripts/serve.sh"], tmp_path).output
+    assert "release 0.8.5 from pin vllm==0.8.5 in" in alone and "(not among the files checked)" in alone, alone
+    before = script.read_text()
+    fixed = run(["check", "--fix", "--target-version", "0.33.0", "scripts/serve.sh"], tmp_path)
+    assert script.read_text() == before, fixed.output
+    assert "runs 0.8.5 today" in fixed.output
+    whole = run(["launches", "."], tmp_path).output
+    assert "release 0.8.5 from pin vllm==0.8.5 in" in whole and "not among the files checked" not in whole

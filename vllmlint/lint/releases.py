@@ -178,6 +178,8 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
     dockerfile_pins: dict[Path, set] = {}
     installed_pins: dict[Path, dict] = {}
     kubeai: tuple | None = None
+    outside = _PinsOnDisk(requirement_pins, pinned_in, {s.path.parent for s in project.others
+                                                       if s.kind in ("requirements", "pyproject")})
     for launch in project.launches:
         launch.release, launch.release_from, launch.release_pin = None, "", ""
         launch.release_unnamed = unnamed_release(launch.image, extra_images)
@@ -211,6 +213,7 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
         if not runs_host_environment(launch):
             continue
         folder = launch.file.path.parent
+        outside.read_above(folder)
         while True:
             pins = requirement_pins.get(folder)
             if pins:
@@ -219,6 +222,11 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
                     where = "pyproject.toml" if pinned_in.get(folder) == {"pyproject"} else "requirements"
                     launch.release_pin = "pyproject" if where == "pyproject.toml" else ""
                     launch.release_from = f"pin vllm=={fmt(launch.release)} in {folder.name or '.'}/{where}"
+                    if folder in outside.read:
+                        # not among the files checked (`check serve.sh`, a pre-commit hook's
+                        # list): it says what runs; `migrate` of these files does not bump it
+                        launch.release_pin = "unchecked"
+                        launch.release_from += " (not among the files checked)"
                 break
             # up to the nearest requirements folder above it: scripts/run/serve.sh runs the
             # environment of ./requirements.txt as much as scripts/serve.sh does
@@ -228,6 +236,63 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
                 break           # a project of its own that pins no vLLM: not the pins above it
             folder = folder.parent
     follow_links(project, extra_images)     # where the repository links the launch to a release
+
+
+class _PinsOnDisk:
+    """The `vllm` pins of the requirements files and pyproject.toml above a launch that are not
+    among the files checked: `check serve.sh` (a pre-commit hook passes the files it changed)
+    read the launch as of unknown release, so `--target-version 0.33.0` fixed flags of a
+    script whose environment pins vllm==0.8.5 next to it. Read from the launch's folder up to
+    its git repository's root (a folder with `.git`), only inside a repository: the tree
+    checked and its repository are the user's; nothing above them is read."""
+
+    def __init__(self, pins: dict, pinned_in: dict, checked: set):
+        self.pins, self.pinned_in = pins, pinned_in
+        self.checked = checked          # folders whose requirements files were among the files checked
+        self.read: set[Path] = set()            # folders whose pins came from disk here
+        self.seen: set[Path] = set()
+
+    def read_above(self, folder: Path) -> None:
+        if folder in self.seen:
+            return
+        root = _git_root(folder)
+        if root is None:
+            self.seen.add(folder)
+            return
+        while folder not in self.seen:
+            self.seen.add(folder)
+            if folder not in self.checked:
+                self._read(folder)
+            if folder == root or folder.parent == folder:
+                return
+            folder = folder.parent
+
+    def _read(self, folder: Path) -> None:
+        found: set = set()
+        kinds: set = set()
+        try:
+            for req in sorted(folder.glob("requirements*.txt")):
+                pins = pinned_versions(req.read_text(errors="replace"))
+                found |= pins
+                kinds |= {"requirements"} if pins else set()
+            pyproject = folder / "pyproject.toml"
+            if pyproject.is_file():
+                pins = pyproject_pins(pyproject.read_text(errors="replace"))
+                found |= pins
+                kinds |= {"pyproject"} if pins else set()
+        except OSError:
+            return
+        if found:
+            self.pins[folder] = found | self.pins.get(folder, set())
+            self.pinned_in.setdefault(folder, set()).update(kinds)
+            self.read.add(folder)
+
+
+def _git_root(folder: Path, levels: int = 12) -> Path | None:
+    for candidate in (folder, *list(folder.parents)[:levels]):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
 
 
 PROJECT_FILES = ("setup.py", "setup.cfg", "environment.yml", "environment.yaml", "Pipfile", "uv.lock",
