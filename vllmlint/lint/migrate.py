@@ -171,6 +171,10 @@ def left_behind(project: Project, target: tuple[int, int, int], bumps: list[Bump
                     f"vllm=={fmt(target)}", "pin",
                     f"a pyproject.toml dependency, which `migrate` does not bump (a lock file resolves it): bump it "
                     f"to {fmt(target)} and re-lock (`uv lock`, `poetry lock`); {runs}")
+        elif unbumped_pin(launch) and launch.release_pin == "unchecked":
+            add(launch.file, launch.line, f"vllm=={fmt(launch.release)}", f"vllm=={fmt(target)}", "pin",
+                f"its release is the {launch.release_from}: `migrate` bumps only the files it is given; "
+                f"run it on the repository, or bump that pin to {fmt(target)} by hand")
         elif unbumped_pin(launch) and launch.release_pin == "script":
             line = script_pins(launch.file.text, python=launch.file.kind == "python").get(launch.release)
             if line:
