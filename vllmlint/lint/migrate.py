@@ -171,6 +171,18 @@ def left_behind(project: Project, target: tuple[int, int, int], bumps: list[Bump
                     f"vllm=={fmt(target)}", "pin",
                     f"a pyproject.toml dependency, which `migrate` does not bump (a lock file resolves it): bump it "
                     f"to {fmt(target)} and re-lock (`uv lock`, `poetry lock`); {runs}")
+        elif unbumped_pin(launch) and launch.release_pin == "conda":
+            from .releases import CONDA_FILES, CONDA_PIN_RE
+
+            found = [p for p in project.sources if p.path.name in CONDA_FILES
+                     and launch.file.path.is_relative_to(p.path.parent)]
+            if found:
+                source = max(found, key=lambda p: len(p.path.parts))          # the nearest one
+                m = CONDA_PIN_RE().search(source.text)
+                add(source, source.text.count("\n", 0, m.start("ver")) + 1 if m else 1,
+                    f"vllm=={fmt(launch.release)}", f"vllm=={fmt(target)}", "pin",
+                    f"a conda environment's pin, which `migrate` does not bump: bump it to {fmt(target)} with "
+                    f"the packages installed beside it and rebuild the environment; {runs}")
         elif unbumped_pin(launch) and launch.release_pin == "unchecked":
             add(launch.file, launch.line, f"vllm=={fmt(launch.release)}", f"vllm=={fmt(target)}", "pin",
                 f"its release is the {launch.release_from}: `migrate` bumps only the files it is given; "

@@ -175,6 +175,12 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
                 requirement_pins[source.path.parent] = pins | requirement_pins.get(source.path.parent, set())
             if pins:
                 pinned_in.setdefault(source.path.parent, set()).add(source.kind)
+    for source in project.sources:          # a conda environment file (found as a user, below)
+        if source.path.name in CONDA_FILES:
+            pins = conda_pins(source.text)
+            if pins:
+                requirement_pins[source.path.parent] = pins | requirement_pins.get(source.path.parent, set())
+                pinned_in.setdefault(source.path.parent, set()).add("conda")
     dockerfile_pins: dict[Path, set] = {}
     installed_pins: dict[Path, dict] = {}
     kubeai: tuple | None = None
@@ -219,8 +225,10 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
             if pins:
                 if len(pins) == 1:
                     launch.release = next(iter(pins))
-                    where = "pyproject.toml" if pinned_in.get(folder) == {"pyproject"} else "requirements"
-                    launch.release_pin = "pyproject" if where == "pyproject.toml" else ""
+                    kinds = pinned_in.get(folder)
+                    where = "pyproject.toml" if kinds == {"pyproject"} else "environment.yml" if kinds == {"conda"} \
+                        else "requirements"
+                    launch.release_pin = {"pyproject.toml": "pyproject", "environment.yml": "conda"}.get(where, "")
                     launch.release_from = f"pin vllm=={fmt(launch.release)} in {folder.name or '.'}/{where}"
                     if folder in outside.read:
                         # not among the files checked (`check serve.sh`, a pre-commit hook's
@@ -280,6 +288,11 @@ class _PinsOnDisk:
                 pins = pyproject_pins(pyproject.read_text(errors="replace"))
                 found |= pins
                 kinds |= {"pyproject"} if pins else set()
+            for name in CONDA_FILES:
+                if (folder / name).is_file():
+                    pins = conda_pins((folder / name).read_text(errors="replace"))
+                    found |= pins
+                    kinds |= {"conda"} if pins else set()
         except OSError:
             return
         if found:
@@ -293,6 +306,22 @@ def _git_root(folder: Path, levels: int = 12) -> Path | None:
         if (candidate / ".git").exists():
             return candidate
     return None
+
+
+# a conda environment (`conda env create -f environment.yml`): its `pip:` list or a conda
+# `vllm=X` dependency says the release of the launches below it, which `migrate` does not bump
+# (found as a user on KempnerInstitute/distributed-inference-vllm, `conda activate` in every
+# SLURM script of an environment that pins vllm==0.8.5.post1)
+CONDA_FILES = ("environment.yml", "environment.yaml")
+CONDA_PIN_RE = lazy_re(r"(?m)^[ \t]*-[ \t]*[\"']?vllm[ \t]*==?[ \t]*v?(?P<ver>\d+\.\d+\.\d+)")
+
+
+def conda_pins(text: str) -> set[tuple[int, int, int]]:
+    out = set()
+    for m in CONDA_PIN_RE().finditer(text):
+        x, y, z = m.group("ver").split(".")[:3]
+        out.add((int(x), int(y), int(z)))
+    return out
 
 
 PROJECT_FILES = ("setup.py", "setup.cfg", "environment.yml", "environment.yaml", "Pipfile", "uv.lock",
