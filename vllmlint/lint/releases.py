@@ -69,9 +69,10 @@ def pyproject_pins(text: str) -> set[tuple[int, int, int]]:
     return out
 
 
-def pinned_versions(text: str) -> set[tuple[int, int, int]]:
+def pinned_versions(text: str, pin_re=PIN_RE) -> set[tuple[int, int, int]]:
+    """The X.Y.Z of every `vllm==X` pin in `text` (`pin_re`: a lazy pattern with group `ver`)."""
     out = set()
-    for m in PIN_RE().finditer(text):
+    for m in pin_re().finditer(text):
         x, y, z = m.group("ver").split(".")[:3]
         out.add((int(x), int(y), int(z)))
     return out
@@ -317,11 +318,7 @@ CONDA_PIN_RE = lazy_re(r"(?m)^[ \t]*-[ \t]*[\"']?vllm[ \t]*==?[ \t]*v?(?P<ver>\d
 
 
 def conda_pins(text: str) -> set[tuple[int, int, int]]:
-    out = set()
-    for m in CONDA_PIN_RE().finditer(text):
-        x, y, z = m.group("ver").split(".")[:3]
-        out.add((int(x), int(y), int(z)))
-    return out
+    return pinned_versions(text, CONDA_PIN_RE)
 
 
 PROJECT_FILES = ("setup.py", "setup.cfg", "environment.yml", "environment.yaml", "Pipfile", "uv.lock",
