@@ -517,3 +517,16 @@ def test_a_docker_uri_of_apptainer_is_the_tag_bumped(runner, tmp_path):
                       "vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000\n")
     result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", str(tmp_path)])
     assert f"{runner} docker://vllm/vllm-openai:v0.30.0 vllm serve" in script.read_text(), result.output
+
+
+@pytest.mark.parametrize("comment, held", [
+    ("# Pin to v0.29.0: the last tag that ships Volta kernels", True),
+    ("# compatible with our CUDA 12.1 driver only", True),
+    ("# Launch vLLM's OpenAI-compatible server", False),    # says what it serves, not why this tag
+])
+def test_a_comment_that_chooses_the_release_holds_the_bump(comment, held, tmp_path):
+    script = tmp_path / "serve.sh"
+    script.write_text(f"#!/bin/sh\n{comment}\ndocker run --gpus all vllm/vllm-openai:v0.29.0 --model m\n")
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", str(tmp_path)])
+    assert ("vllm/vllm-openai:v0.29.0" in script.read_text()) == held, result.output
+    assert ("a comment says this release is chosen on purpose" in result.output) == held

@@ -84,7 +84,7 @@ def versioned_by_vllm(image: str | None) -> bool:
 # a comment that says the release is chosen on purpose (`# Pin to v0.8.5, the last tag that
 # ships Volta kernels`, `# do not upgrade: ...`): a bump would undo a decision someone wrote down
 DELIBERATE_RE = re.compile(r"\b(?:pin(?:ned|s)?\b|last (?:tag|version|release)|do ?n[o']t (?:upgrade|bump|update|change)|"
-                           r"not supported|unsupported|must (?:stay|remain)|keep (?:it|this) at|compatib)", re.I)
+                           r"not supported|unsupported|must (?:stay|remain)|keep (?:it|this) at|(?<!openai-)(?<!openai )compatib)", re.I)
 
 
 def deliberate(named: Named) -> str:
