@@ -495,10 +495,11 @@ def test_a_dstack_env_list_is_the_env_of_its_commands(tmp_path):
 
 def test_a_project_of_its_own_stops_the_search_for_pins_above(tmp_path):
     """A launch under a folder that is a Python project or environment of its own (pyproject.toml
-    with [project], a conda environment.yml, setup.py, a lock file, a requirements file that
-    includes nothing) runs that environment: a vllm pin further up is not its release (found as
-    a user on KempnerInstitute/distributed-inference-vllm). A requirements file that includes
-    the one above (`-r ../requirements.txt`) and a tool-only pyproject.toml do not stop it."""
+    with [project], a conda environment.yml, setup.py, a lock file) runs that environment: a
+    vllm pin further up is not its release (found as a user on
+    KempnerInstitute/distributed-inference-vllm). A requirements file of its own (extra tools,
+    often installed on top of the environment above) and a tool-only pyproject.toml do not
+    stop it."""
     (tmp_path / "requirements.txt").write_text("vllm==0.10.0\n")
     projects = {
         "envs/src/pyproject.toml": "[project]\nname = 'x'\ndependencies = ['torch']\n",
@@ -512,9 +513,9 @@ def test_a_project_of_its_own_stops_the_search_for_pins_above(tmp_path):
         (tmp_path / rel).write_text(text)
         (tmp_path / rel).parent.joinpath("serve.sh").write_text("#!/bin/sh\nvllm serve m --port 8000\n")
     lines = {line.split(":")[0]: line for line in run(["launches", "."], tmp_path).output.splitlines() if line}
-    for rel in ("envs/src", "envs/conda", "envs/reqs"):
+    for rel in ("envs/src", "envs/conda"):
         assert "release" not in lines[f"{rel}/serve.sh"], lines[f"{rel}/serve.sh"]
-    for rel in ("incl", "tooled"):
+    for rel in ("envs/reqs", "incl", "tooled"):
         assert "release 0.10.0 from pin vllm==0.10.0" in lines[f"{rel}/serve.sh"], lines[f"{rel}/serve.sh"]
 
 

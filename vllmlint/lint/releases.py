@@ -327,11 +327,12 @@ PROJECT_FILES = ("setup.py", "setup.cfg", "environment.yml", "environment.yaml",
 
 def own_project(folder: Path) -> bool:
     """The folder holds a Python project or environment of its own (a `pyproject.toml` with a
-    `[project]` or Poetry table, `setup.py`, a conda `environment.yml`, a lock file, a
-    requirements file that includes no other): a launch below it runs that environment, not
-    the one a requirements file further up pins (found as a user on
-    KempnerInstitute/distributed-inference-vllm: a script under envs/uv/<env>/, whose
-    pyproject.toml builds vLLM from source, read as the root requirements' vllm==0.8.5)."""
+    `[project]` or Poetry table, `setup.py`, a conda `environment.yml`, a lock file): a launch
+    below it runs that environment, not the one a requirements file further up pins (found as a
+    user on KempnerInstitute/distributed-inference-vllm: a script under envs/uv/<env>/, whose
+    pyproject.toml builds vLLM from source, read as the root requirements' vllm==0.8.5). A
+    requirements file is not one: `scripts/requirements.txt` of extra tools is often installed
+    on top of the environment above it."""
     try:
         if any((folder / name).is_file() for name in PROJECT_FILES):
             return True
@@ -339,10 +340,6 @@ def own_project(folder: Path) -> bool:
         if pyproject.is_file():
             text = pyproject.read_text(errors="replace")
             if "[project]" in text or "[tool.poetry" in text:
-                return True
-        for req in folder.glob("requirements*.txt"):
-            text = req.read_text(errors="replace")
-            if not re.search(r"(?m)^\s*(?:-r|-c|--requirement|--constraint)\b", text):
                 return True
     except OSError:
         return False
