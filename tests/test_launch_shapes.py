@@ -572,3 +572,11 @@ def test_hpc_runners_give_the_image_they_run(tmp_path, line, image):
 ])
 def test_hpc_runners_of_other_programs_start_no_vllm(tmp_path, line):
     assert found(tmp_path, "job.sbatch", "#!/bin/bash\n" + line + "\n") == []
+
+
+def test_a_script_file_that_ends_in_a_backslash_ends_there(tmp_path):
+    """A script whose last line ends in `\\` with nothing after it (found as a user on
+    BjornWest/instance_scripts) is the whole command: read and edited as any other."""
+    (tmp_path / "requirements.txt").write_text("vllm==0.31.0\n")
+    [launch] = found(tmp_path, "serve.sh", "#!/bin/bash\nvllm serve m \\\n    --port 8000 \\\n    --host 0.0.0.0 \\")
+    assert launch.not_editable is None and not any(a.dynamic for a in launch.argv)

@@ -25,14 +25,14 @@ from .shellvars import ARRAY_REF_RE, ShellVariables, VarValue, var_ref
 RUNTIME_ARGS = {"$@", "$*", "${@}", "${*}"}
 
 
-def _ends_continued(launch) -> None:
+def _ends_continued(launch, continued: bool) -> None:
     """A command whose text ends in a lone `\\` goes on in text this scan does not see: one line
     of a script kept as a list of strings (`["vllm serve {model} \\", "    --port 8000 \\", ...]`,
     found as a user on VectorInstitute/vector-inference). What follows is unknown here: the
     word stands for it (known at run time, so no rule says a flag is unset), and the launch is
     not edited."""
     last = launch.argv[-1] if launch.argv else None
-    if last is not None and last.value == "\\" and not last.dynamic:
+    if continued and last is not None and last.value == "\\" and not last.dynamic:
         last.dynamic = last.splits = True
         launch.not_editable = launch.not_editable or "the command goes on past this text (it ends in `\\`)"
 
@@ -302,7 +302,7 @@ class _Scanner(ShellVariables, ShellSpans):
         launch.via = via
         launch.append_site = AppendSite(self.file, self.fend(words[-1]), " {}")
         launch.not_editable = self._why_not_editable(expanded[opt:])
-        _ends_continued(launch)
+        _ends_continued(launch, self._continued())
         self.out.launches.append(launch)
 
     def _container_run(self, words: list[Word], expanded: list[Word], rvalues: list[str], run: ContainerRun,
@@ -374,7 +374,7 @@ class _Scanner(ShellVariables, ShellSpans):
         launch.via = via
         launch.append_site = AppendSite(self.file, self.fend(words[-1]), " {}")
         launch.not_editable = self._why_not_editable(option_words)
-        _ends_continued(launch)
+        _ends_continued(launch, self._continued())
         self.out.launches.append(launch)
 
     def _heredocs(self, cmd: SimpleCommand) -> None:
@@ -432,6 +432,12 @@ class _Scanner(ShellVariables, ShellSpans):
         first.append_site = AppendSite(self.file, self.fend(word), " {}")
         first.span = (self.fstart(word), self.fend(word))        # launched where it is eval'd
         self.out.launches.append(first)
+    def _continued(self) -> bool:
+        """The text scanned is a piece of a file (a string, not the script itself) that ends in a
+        line continuation: what it continues is in the next piece. A script file that ends in
+        `\\` (found as a user on BjornWest/instance_scripts) ends there."""
+        return self.text is not self.file.text and self.text.rstrip(" \t").endswith("\\")
+
     def _why_not_editable(self, option_words: list[Word]) -> str | None:
         if self.in_eval:
             return "the command is built as a string and run with eval"
