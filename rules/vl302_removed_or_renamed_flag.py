@@ -343,7 +343,8 @@ class RemovedOrRenamedFlag(Rule):
         hist = history()
         speculative_done: set[int] = set()
         pairs = list(inexact_options(project, self.target))
-        folds = None        # speculative_fixes of every launch that may need one, made on first use
+        folds = None        # the fold of every launch that may need one, made on first use
+        fold = speculative_plans if self.options.get(UNSAFE_FIXES_COUNTED_ONLY) else speculative_fixes
         for launch, opt in pairs:
             if opt.match.kind == "exact" or not opt.name.startswith("--"):
                 continue
@@ -377,8 +378,6 @@ class RemovedOrRenamedFlag(Rule):
                 if id(launch) not in speculative_done and not self.options.get(NO_UNSAFE_FIXES):
                     speculative_done.add(id(launch))
                     if folds is None:
-                        fold = speculative_plans if self.options.get(UNSAFE_FIXES_COUNTED_ONLY) \
-                            else speculative_fixes
                         folds = fold(
                             [la for la, o in pairs if o.match.kind != "prefix" and normalize(o.name) in SPECULATIVE
                              and hist.flag_removed(normalize(o.name), self.target) is not None], self.target)

@@ -163,7 +163,7 @@ def _pin_starts(flag: str, was, final_cat, step_cat) -> bool:
         entry = cat.flags.get(flag)
         if entry is None or entry.get("dep") or _not_accepted(was, entry, cat):
             return False
-        if isinstance(was, str) and was.startswith("vllm.") and "." in was[5:] and not cat.has_modules:
+        if _class_path(was) and not cat.has_modules:
             return False
     return True
 
@@ -208,6 +208,11 @@ def _oldest() -> str | None:
     return found[0] if found else None
 
 
+def _class_path(value) -> bool:
+    """A default that names a class of vLLM's (`vllm.core.scheduler.Scheduler`)."""
+    return isinstance(value, str) and value.startswith("vllm.") and "." in value[5:]
+
+
 def _not_accepted(was, entry: dict, new) -> str:
     """Why today's default cannot be set on the target (a value its choices dropped, a class of a
     module it no longer has), else "": pinning it would stop vLLM at startup (found as a user:
@@ -215,8 +220,7 @@ def _not_accepted(was, entry: dict, new) -> str:
     choices = entry.get("choices")
     if choices and isinstance(was, (str, int)) and not isinstance(was, bool) and str(was) not in map(str, choices):
         return "that value is not one of its choices"
-    if isinstance(was, str) and was.startswith("vllm.") and "." in was[5:] and new.has_modules \
-            and not new.has_module(was.rsplit(".", 1)[0]):
+    if _class_path(was) and new.has_modules and not new.has_module(was.rsplit(".", 1)[0]):
         return "that class does not exist"
     return ""
 

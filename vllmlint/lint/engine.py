@@ -102,7 +102,7 @@ def hold_fixes(findings: list[Finding], hold) -> None:
 
 
 def hold_test_data(findings: list[Finding], code_rules: set = frozenset()) -> None:
-    """No fix is written into Python test code (lint.sources.is_test_code): a command there is
+    """No fix is written into Python test code (model.launch.is_test_code): a command there is
     mostly data, a fixture's string or an expected value, and editing it leaves the code that
     builds the real command as it was (found on Tandemn-Labs/tandemn-tuna: `migrate` removed a
     flag from four tests' fixtures and not from the template the provider renders). Reported,

@@ -171,17 +171,10 @@ def assign_releases(project, extra_images: tuple[str, ...] = ()) -> None:
     pinned_in: dict[Path, set] = {}         # folder -> the files its pins come from
     for source in project.others:
         if source.kind in ("requirements", "pyproject"):
-            pins = pinned_versions(source.text) if source.kind == "requirements" else pyproject_pins(source.text)
-            if pins or source.kind == "requirements":
-                requirement_pins[source.path.parent] = pins | requirement_pins.get(source.path.parent, set())
-            if pins:
-                pinned_in.setdefault(source.path.parent, set()).add(source.kind)
+            _note_pins(requirement_pins, pinned_in, source.path.parent, source.kind, source.text)
     for source in project.sources:          # a conda environment file (found as a user, below)
         if source.path.name in CONDA_FILES:
-            pins = conda_pins(source.text)
-            if pins:
-                requirement_pins[source.path.parent] = pins | requirement_pins.get(source.path.parent, set())
-                pinned_in.setdefault(source.path.parent, set()).add("conda")
+            _note_pins(requirement_pins, pinned_in, source.path.parent, "conda", source.text)
     dockerfile_pins: dict[Path, set] = {}
     installed_pins: dict[Path, dict] = {}
     kubeai: tuple | None = None
@@ -277,29 +270,28 @@ class _PinsOnDisk:
             folder = folder.parent
 
     def _read(self, folder: Path) -> None:
-        found: set = set()
-        kinds: set = set()
-        try:
-            for req in sorted(folder.glob("requirements*.txt")):
-                pins = pinned_versions(req.read_text(errors="replace"))
-                found |= pins
-                kinds |= {"requirements"} if pins else set()
-            pyproject = folder / "pyproject.toml"
-            if pyproject.is_file():
-                pins = pyproject_pins(pyproject.read_text(errors="replace"))
-                found |= pins
-                kinds |= {"pyproject"} if pins else set()
-            for name in CONDA_FILES:
-                if (folder / name).is_file():
-                    pins = conda_pins((folder / name).read_text(errors="replace"))
-                    found |= pins
-                    kinds |= {"conda"} if pins else set()
-        except OSError:
-            return
+        files = [(req, "requirements") for req in sorted(folder.glob("requirements*.txt"))] + \
+            [(folder / "pyproject.toml", "pyproject")] + [(folder / name, "conda") for name in CONDA_FILES]
+        found = False
+        for path, kind in files:
+            try:
+                if path.is_file():
+                    found |= _note_pins(self.pins, self.pinned_in, folder, kind, path.read_text(errors="replace"))
+            except OSError:
+                continue
         if found:
-            self.pins[folder] = found | self.pins.get(folder, set())
-            self.pinned_in.setdefault(folder, set()).update(kinds)
             self.read.add(folder)
+
+
+def _note_pins(pins_by_folder: dict, pinned_in: dict, folder: Path, kind: str, text: str) -> bool:
+    """Record the `vllm` pins of one file of `folder` (`kind`: requirements, pyproject, conda);
+    a requirements file marks its folder even without a pin. Whether it pins vLLM."""
+    pins = PIN_READERS[kind](text)
+    if pins or kind == "requirements":
+        pins_by_folder[folder] = pins | pins_by_folder.get(folder, set())
+    if pins:
+        pinned_in.setdefault(folder, set()).add(kind)
+    return bool(pins)
 
 
 def _git_root(folder: Path, levels: int = 12) -> Path | None:
@@ -319,6 +311,9 @@ CONDA_PIN_RE = lazy_re(r"(?m)^[ \t]*-[ \t]*[\"']?vllm[ \t]*==?[ \t]*v?(?P<ver>\d
 
 def conda_pins(text: str) -> set[tuple[int, int, int]]:
     return pinned_versions(text, CONDA_PIN_RE)
+
+
+PIN_READERS = {"requirements": pinned_versions, "pyproject": pyproject_pins, "conda": conda_pins}
 
 
 PROJECT_FILES = ("setup.py", "setup.cfg", "environment.yml", "environment.yaml", "Pipfile", "uv.lock",

@@ -172,9 +172,8 @@ def _requirements_file(source: SourceFile, env: Environment, seen: set) -> None:
         if body.startswith(("-r ", "-c ", "--requirement", "--constraint")):
             value = body.split(None, 1)[1] if " " in body else body.split("=", 1)[-1]
             _include(source.path.parent / value.strip(), env, seen)
-        elif body.split("=", 1)[0].split(None, 1)[0] in INDEX_OPTIONS:
-            value = body.split(None, 1)[1] if " " in body.split("=", 1)[0] or "=" not in body else body.split("=", 1)[1]
-            env.indexes.append(value.strip())
+        elif (option := OPTION_LINE_RE.match(body)) and option.group("name") in INDEX_OPTIONS:
+            env.indexes.append(option.group("value"))
         elif body and not body.startswith(("#", "-")):
             env.reqs.append(_parse(body, source, offset + lead))
         offset += len(line)
@@ -364,6 +363,8 @@ def _version_span(req: Req) -> tuple[int, int] | None:
 # Applying to migrate's bumps
 # --------------------------------------------------------------------------------------------
 INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+# an option line of a requirements file and its value: `--extra-index-url URL`, `-i=URL`
+OPTION_LINE_RE = re.compile(r"(?P<name>-[-\w]+)(?:\s*=\s*|\s+)(?P<value>\S.*?)\s*$")
 # PyTorch's wheel index of one CUDA or ROCm build (download.pytorch.org/whl/cu124): it serves
 # the torch releases built for that toolkit only, which no file here lists
 TORCH_BUILD_INDEX_RE = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(?P<build>cu\d+|rocm[\d.]+)")

@@ -8,17 +8,7 @@ import re
 from pathlib import Path
 
 from ..knowledge.launchers import may_launch
-from ..model.launch import SourceFile
-
-_TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
-
-
-def is_test_code(source: SourceFile) -> bool:
-    """Python test code: an image string or a command there is data a test asserts on or feeds
-    to the code under test, not a deployment (`assert engine["image"] == "vllm/vllm-openai:v0.6.3"`,
-    a fixture returning `"vllm serve M --disable-log-requests"`): editing it breaks the test or
-    leaves the code that builds the real command as it was."""
-    return source.kind == "python" and bool(_TEST_PATH_RE.search(source.display.replace("\\", "/")))
+from ..model.launch import SourceFile, is_test_code  # noqa: F401 (is_test_code: lint's callers import it here)
 
 
 MAX_BYTES = 10 * 1024 * 1024    # a deployment config is never this big; bounded time and memory

@@ -46,6 +46,17 @@ class SourceFile:
         return self.text[start:end if end >= 0 else len(self.text)].rstrip("\r")
 
 
+_TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
+
+
+def is_test_code(source: SourceFile) -> bool:
+    """Python test code: an image string or a command there is data a test asserts on or feeds
+    to the code under test, not a deployment (`assert engine["image"] == "vllm/vllm-openai:v0.6.3"`,
+    a fixture returning `"vllm serve M --disable-log-requests"`): editing it breaks the test or
+    leaves the code that builds the real command as it was."""
+    return source.kind == "python" and bool(_TEST_PATH_RE.search(source.display.replace("\\", "/")))
+
+
 @record(frozen=True)
 class Edit:
     """Replace text[start:end] of `file` with `text`."""

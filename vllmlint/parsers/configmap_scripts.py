@@ -19,6 +19,7 @@ from __future__ import annotations
 import yaml
 
 from . import embedded, templates
+from .detect import SHELLS, basename
 from .embedded import Inherited
 from ..knowledge.images import is_vllm_image as is_vllm_build
 from ..knowledge.launchers import may_launch
@@ -99,7 +100,8 @@ def _line_start(text: str, offset: int) -> int:
 
 
 def _mounts(parser, docs: list) -> list[tuple[str, str, str, str, tuple]]:
-    """(ConfigMap, key or "", path it is mounted at, document text, container's (image, env, where))
+    """(ConfigMap, items, path it is mounted at, subPath, document text, (image, env, name, node)
+    of the container)
     for every container that mounts a ConfigMap volume."""
     out = []
     for doc in docs:
@@ -134,21 +136,21 @@ def _mounts(parser, docs: list) -> list[tuple[str, str, str, str, tuple]]:
                 seq = get(node, part)
                 for container in (seq.value if isinstance(seq, yaml.SequenceNode) else []):
                     image, env = parser.containers.get(id(container), (parser.plain(get(container, "image")), []))
-                    where = f"container {scalar(get(container, 'name')) or '?'} ({owner})", container
+                    named = f"container {scalar(get(container, 'name')) or '?'} ({owner})"
                     mounts = get(container, "volumeMounts")
                     for mount in (mounts.value if isinstance(mounts, yaml.SequenceNode) else []):
                         found = by_volume.get(scalar(get(mount, "name")) or "")
                         path = scalar(get(mount, "mountPath"))
                         if found and path:
                             out.append((found[0], found[1], path, scalar(get(mount, "subPath")) or "", text,
-                                        (image, env, where)))
+                                        (image, env, named, container)))
     return out
 
 
 def _runner(mounts, cm: str, key: str):
     """The image, env, name and node of the container that runs ConfigMap `cm`'s `key`, and the
     path the script has in it: it mounts the ConfigMap and its document names that path."""
-    for name, items, path, sub, text, (image, env, (where_name, container)) in mounts:
+    for name, items, path, sub, text, (image, env, named, container) in mounts:
         if name != cm:
             continue
         if sub:
@@ -159,12 +161,13 @@ def _runner(mounts, cm: str, key: str):
             where = [f"{path.rstrip('/')}/{key}"]
         found = next((w for w in where if w in text), None)
         if found is not None:
-            return image, env, where_name, container, found
+            return image, env, named, container, found
     return None, [], "", None, ""
 
 
-RUNTIME_ARGS = ("$@", "${@}")
-SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env bash", "/usr/bin/bash")
+# the words that pass a script's arguments on one by one (shellscan.RUNTIME_ARGS less `$*`,
+# which a quoted `"$*"` joins into one word)
+PASSED_ON = ("$@", "${@}")
 
 
 def _pass_container_args(parser, launch, container, path: str) -> None:
@@ -175,14 +178,14 @@ def _pass_container_args(parser, launch, container, path: str) -> None:
     castai/helm-charts: an image bumped past the flags its args list passed to the script).
     Anything else (a `sh -c` string, args that are not plain words, `$@` twice) is left as it
     was: a launch whose arguments arrive at run time, which is not edited."""
-    at = [i for i, a in enumerate(launch.argv) if a.value in RUNTIME_ARGS and a.dynamic]
+    at = [i for i, a in enumerate(launch.argv) if a.value in PASSED_ON and a.dynamic]
     if len(at) != 1:
         return
     command = parser.argv_nodes(get(container, "command"))
     words = [parser.plain(n) for n in command]
     if words[:1] == [path]:
         rest = command[1:]
-    elif len(words) >= 2 and words[0] in SHELLS and words[1] == path:
+    elif len(words) >= 2 and basename(words[0] or "") in SHELLS and words[1] == path:
         rest = command[2:]
     else:
         return

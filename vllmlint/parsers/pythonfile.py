@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import ast
 
-from ..model.launch import Launch, ParsedFile, SourceFile
+from ..model.launch import Launch, ParsedFile, SourceFile, is_test_code
 from . import embedded
 from .pyproxy import read_proxy
 from .pyargv import ArgvLists
@@ -152,12 +152,9 @@ class _Parser(ArgvLists, EnvReader, ContainerCalls, StringCommands, ParserBase):
         """The argv lists a test's helper returns and nothing in the file runs
         (`def get_expected_command(): return ["python3", "-m", "vllm.entrypoints...", ...]`
         compared in an `assert`): what a test expects a chart or a wrapper to write, not a launch
-        (found as a user on neuralmagic/helm-charts). Only in test files (`test_*.py`,
-        `*_test.py`, `conftest.py`, a `tests/` folder); a helper a test file runs is kept."""
-        path = self.source.path
-        name = path.name
-        if not self.returns or not (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-                                    or any(part in ("tests", "test") for part in path.parent.parts[-4:])):
+        (found as a user on neuralmagic/helm-charts). Only in test code (model.launch.is_test_code:
+        `test_*.py`, `*_test.py`, `conftest.py`, a `tests/` folder); a helper a test file runs is kept."""
+        if not self.returns or not is_test_code(self.source):
             return set()
         compared = _only_compared(self.module, set(self.returns))
         return {id(c) for fn, found in self.returns.items() if fn in compared for c in found if c is not None}
