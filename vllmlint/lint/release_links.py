@@ -290,21 +290,37 @@ def _line_of(text: str, at: int) -> int:
 # chain: every pass of every step loads the project again, the files on disk stay as they
 # were), else None: each load reads the repositories again. Set by keep_repos().
 KEPT_REPOS: dict | None = None
+# (question, folder) -> what the disk answered, kept with KEPT_REPOS: the pins and project files
+# that assign_releases reads beside a launch (releases._PinsOnDisk, own_project)
+KEPT_DISK: dict | None = None
 
 
 class keep_repos:
-    """While active, follow_links reads each repository's files on disk once, not once per load."""
+    """While active, follow_links reads each repository's files on disk once, not once per load,
+    and assign_releases asks the disk each question about a folder once (disk_answer)."""
 
     def __enter__(self):
-        global KEPT_REPOS
+        global KEPT_REPOS, KEPT_DISK
         # nested (a migrate command around its chain): the outer run's repositories stay
-        self.before, KEPT_REPOS = KEPT_REPOS, KEPT_REPOS if KEPT_REPOS is not None else {}
+        self.before = KEPT_REPOS, KEPT_DISK
+        if KEPT_REPOS is None:
+            KEPT_REPOS, KEPT_DISK = {}, {}
         return self
 
     def __exit__(self, *exc):
-        global KEPT_REPOS
-        KEPT_REPOS = self.before
+        global KEPT_REPOS, KEPT_DISK
+        KEPT_REPOS, KEPT_DISK = self.before
         return False
+
+
+def disk_answer(question, folder: Path):
+    """question(folder), asked of the disk once while keep_repos is active (else every time)."""
+    if KEPT_DISK is None:
+        return question(folder)
+    key = question, folder
+    if key not in KEPT_DISK:
+        KEPT_DISK[key] = question(folder)
+    return KEPT_DISK[key]
 
 
 def follow_links(project, extra_images: tuple[str, ...] = ()) -> None:

