@@ -68,7 +68,10 @@ class RemovedEnvVar(Rule):
     (info), or a warning with "did you mean" when it is close to a real one. Variables that a
     launch wrapper reads are not reported: KServe's `VLLM_ADDITIONAL_ARGS` (the launch's flags)
     and `VLLM_API_SERVER_COUNT`, and any variable the same file reads as `$NAME` (a Dockerfile
-    `RUN`, an entrypoint script, an env-to-flag mapper). An unknown `VLLM_*` name set before a
+    `RUN`, an entrypoint script, an env-to-flag mapper), nor the settings of a launch that runs
+    a plugin's image (`opea/vllm-gaudi`, `vllm/vllm-omni`): a plugin reads `VLLM_*` variables of
+    its own that vLLM's table does not list (Gaudi's `VLLM_SKIP_WARMUP`, found as a user on
+    opea-project/GenAIComps, where "remove it" would make every start run the full warm-up). An unknown `VLLM_*` name set before a
     command that builds vLLM from its source in the same Dockerfile or script (`setup.py
     bdist_wheel`, `pip install -e .`, `--no-binary vllm`) is not reported unless it is close to a
     real one: vLLM's build (setup.py, CMake) reads variables of its own
@@ -122,6 +125,7 @@ class RemovedEnvVar(Rule):
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target, history, versions
         from vllmlint.knowledge.catalogue.argv import is_vllm
+        from vllmlint.knowledge.images import plugin_of
 
         cat = for_target(self.target)
         if cat is None:
@@ -137,8 +141,8 @@ class RemovedEnvVar(Rule):
                 if name in HANDLED_ELSEWHERE or cat.reads_env(name):
                     continue
                 if entry.launches:
-                    if all(l.kind == PROXY for l in entry.launches):
-                        continue
+                    if all(l.kind == PROXY or plugin_of(l.image) for l in entry.launches):
+                        continue        # a plugin's image reads VLLM_* variables of its own (below)
                 else:
                     if vllm_file is None:
                         vllm_file = not any(is_vllm(l) for l in pf.launches) and \
@@ -170,8 +174,8 @@ class RemovedEnvVar(Rule):
                     continue            # maybe a setting of vLLM's own build: not known here
                 first, last = versions()[0], versions()[-1]
                 yield self.finding(entry.file, entry.span,
-                                   f"{name} is not a vLLM variable (no release {first}-{last} reads it): vLLM ignores it"
-                                   + (f"; did you mean {close[0]}?" if close else "; keep it if your app reads it"),
+                                   f"{name} is not a vLLM variable (no release {first}-{last} reads it): "
+                                   + (f"vLLM ignores it; did you mean {close[0]}?" if close else "keep it if your app reads it"),
                                    severity="warning" if close else "info")
 
     # -- a variable an earlier release read --------------------------------------------------

@@ -57,16 +57,18 @@ class Deprecated(Rule):
         module_info = cat.deprecated_modules.get(module)
         for launch in project.launches if module_info else ():
             if launch.kind == API_SERVER and module in launch.program and is_vllm(launch):
+                since = _since(self.target, ("module", module), lambda c: module in c.deprecated_modules)
                 yield self.finding(launch.file, launch.span,
-                                   f"`python -m {module}` is deprecated in vLLM {t}: use `vllm serve MODEL`",
+                                   f"`python -m {module}` is deprecated since vLLM {since}: use `vllm serve MODEL`",
                                    detail=f"It may be removed in a later release ({module_info['at']}).")
         for launch in launches_naming(project, cat, watched):
             for opt in options_among(launch, cat, watched):
                 m = opt.match
                 info = flags[m.base]
                 if info.get("dep") and opt.sub is None:
+                    since = _since(self.target, ("flag", m.base), lambda c: bool(c.flags.get(m.base, {}).get("dep")))
                     yield self.finding(*opt.place(launch),
-                                       f"`{opt.name}` is deprecated in vLLM {t}" + _instead(info['dep']),
+                                       f"`{opt.name}` is deprecated since vLLM {since}" + _instead(info['dep']),
                                        detail=f"vLLM says: {_said(info['dep'])}")
                 dep_values = info.get("dep_values")
                 value = flag_value(opt) if dep_values and opt.sub is None else None
@@ -100,10 +102,33 @@ class Deprecated(Rule):
             if not info or not info.get("dep") or not any(is_vllm(l) for l in entry.launches):
                 continue
             use = info.get("use")
+            since = _since(self.target, ("env", entry.name), lambda c: bool(c.env.get(entry.name, {}).get("dep")))
             yield self.finding(entry.file, entry.span,
-                               f"{entry.name} is deprecated in vLLM {t}" + (f": use {use} instead" if use else
+                               f"{entry.name} is deprecated since vLLM {since}" + (f": use {use} instead" if use else
                                                                           _instead(info['dep'])),
                                detail=f"vLLM says: {_said(info['dep'])}")
+
+
+_SINCE: dict = {}
+
+
+def _since(target, key, deprecates) -> str:
+    """The first release of the run of catalogued releases up to `target` whose catalogue
+    `deprecates(cat)`: the release that deprecated it, not the one checked against (a user saw
+    one deprecation named for 0.30.0 by `check`, 0.29.0 by a migrate step and 0.33.0 in its
+    summary, found on kubernetes-sigs/lws)."""
+    from vllmlint.knowledge.catalogue import load, versions
+    from vllmlint.knowledge.versions import fmt, parse_version
+
+    memo = (tuple(target), key)
+    if memo not in _SINCE:
+        first = fmt(tuple(target))
+        for name in reversed([v for v in versions() if parse_version(v) <= tuple(target)]):
+            if not deprecates(load(name)):
+                break
+            first = name
+        _SINCE[memo] = first
+    return _SINCE[memo]
 
 
 def _watched(cat) -> set:

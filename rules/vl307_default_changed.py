@@ -104,6 +104,9 @@ class DefaultChanged(Rule):
                 continue                # options built at run time or read from a file: unknown
             given = {o.match.base for o in opts if o.match.kind in ("exact", "prefix")}
             given |= {o.match.base for o in old_opts if o.match.kind in ("exact", "prefix")}
+            if launch.model() is not None or _model_slot(launch) is not None:
+                given.add("--model")    # `vllm serve M`: the positional is the model (found as a user
+                #                         on jameszhu-pixel-time/Openeval: --keep-defaults added a second)
             said = set()
             for flag, entry, before, was, now, changed_in in _changed_defaults(old, new):
                 names = {flag, *entry.get("alias", ())}     # 0.34.0: --gpu- and --device-memory-utilization
@@ -114,7 +117,7 @@ class DefaultChanged(Rule):
                     continue
                 where = f"{entry['cfg']}, {entry['at']}" if entry.get("cfg") else entry.get("at", "")
                 item = None if before_all else _pin(flag, was, before)
-                how = f"set `{item}` to keep it" if item else "set it to keep today's behaviour"
+                how = f"set `{_as_written(item, launch)}` to keep it" if item else "set it to keep today's behaviour"
                 gone = _not_accepted(was, entry, new)
                 if gone:
                     item, how = None, f"{gone} in vLLM {t}: nothing keeps today's behaviour there"
@@ -143,13 +146,27 @@ class DefaultChanged(Rule):
                             f"every release vllmlint knows: the old default is that of {today}") if before_all \
                     else f"Today's default is that of vLLM {fmt(launch.release)}, which this launch runs ({launch.release_from})"
                 yield self.finding(launch.file, launch.span,
-                                   f"`{flag}` is not set: its default changes from {_show(was)}{since} to {_show(now)} "
+                                   f"`{_as_written(flag, launch)}` is not set: its default changes from {_show(was)}{since} to {_show(now)} "
                                    f"in vLLM {changed_in}; {how}", fix,
                                    detail=f"{today_is}; the new one is read at {where}{maybe}"
                                           + ("" if changed_in == t else f"; the target is {t}") + ".")
 
 
 FINAL_TARGET = "final_target"     # a run option: the release a migrate chain ends on
+
+
+def _as_written(token: str, launch) -> str:
+    """A flag or `--flag=value` as the launch writes it: an engine call's keyword
+    (`LLM(gpu_memory_utilization=0.9)`, `async_scheduling=False`), else the flag. Found as a
+    user on eun2ce/sagemaker-vllm-deployment: "set `--ignore-patterns=[]`" on an `LLM(...)` call."""
+    if launch.kind != ENGINE:
+        return token
+    from vllmlint.parsers.pyengine import flag_keyword
+
+    name, eq, _ = token.partition("=")
+    if name.startswith("--no-") and not eq:
+        return f"{name[5:].replace('-', '_')}=False"
+    return flag_keyword(token) if eq else name.lstrip("-").replace("-", "_")
 
 
 def _pin_starts(flag: str, was, final_cat, step_cat) -> bool:

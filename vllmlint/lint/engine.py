@@ -60,6 +60,17 @@ def gate_fixes_by_release(findings: list[Finding], assumed: tuple[int, int, int]
                                        f"vllmlint cannot tell whether the fixed config works on what runs today "
                                        f"(it needs {fmt(fix.min_release)}); fix it when you move to a tagged release.")
             continue
+        if older and older[0].release_linked:
+            # a release linked from another file (the image of a Dockerfile that copies the
+            # script): migrate holds these fixes, so the way is by hand (found as a user on
+            # hommayushi3/vllm-huggingface, where this said "fix with `vllmlint migrate`")
+            launch = older[0]
+            f.fix, f.fixable = None, False
+            f.message += f" (runs {fmt(launch.release)} today, set in a file it is linked to: upgrade that first)"
+            f.detail = _join(f.detail, f"Its release is the {launch.release_from}, which `vllmlint migrate` "
+                                       f"does not bump for this launch: bump it to {fmt(fix.min_release)} or "
+                                       f"later by hand, then `vllmlint check --fix`.")
+            continue
         if older and unbumped_pin(older[0]):
             launch = older[0]          # a pin migrate does not bump (releases.unbumped_pin)
             relock = " and re-lock" if launch.release_pin == "pyproject" else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from ..model.record import record
 
-from ..model.launch import KUBEAI_VIA, Edit, Fix, Launch, SourceFile
+from ..model.launch import KUBEAI_VIA, Edit, Fix, Launch, Named, SourceFile
 from .project import Project
 from .sources import is_test_code
 from ..knowledge.images import parse_tag
@@ -345,8 +345,9 @@ def hold_back(target: tuple[int, int, int], hold=None):
                  any(_unknown_host(l) for l in f.fix.launches)]
         if not held and not loose:
             return
+        _hold_unseen_environment(loose)
         reached, unread = trace(project)
-        _hold_beside_stray_pins(loose, unread)
+        _hold_beside_stray_pins(loose, unread + _installed_by_other_scripts(project))
         lines = {(n.file.path, n.line) for n in reached + unread}
         kubeai = kubeai_images(project, [l for l in project.launches if l.via.startswith(KUBEAI_VIA)])
         why: dict[int, str] = {}
@@ -378,6 +379,49 @@ def _unknown_host(launch) -> bool:
         and not launch.image and runs_host_environment(launch)
 
 
+def _hold_unseen_environment(findings: list) -> None:
+    """A release-dependent fix on a launch of unknown release is held when its own script says
+    it runs a vLLM that `migrate` cannot see (found as a user on ovg-project/kvcached): it
+    installs `vllm==$VAR` with VAR known at run time only, or activates an environment whose
+    name carries an older release (`source .../vllm-v0.9.2/.venv/bin/activate`)."""
+    from .releases import activated_release, installs_at_run_time
+
+    for f in findings:
+        if f.fix is None:
+            continue
+        for launch in f.fix.launches:
+            if not _unknown_host(launch):
+                continue
+            text = launch.file.text
+            line = installs_at_run_time(text)
+            if line:
+                why = f"its vLLM release is not known: {launch.file.display}:{line} installs a `vllm==` set at run time"
+            elif (env := activated_release(text)) is not None and env[0] < f.fix.min_release:
+                why = (f"its vLLM release is not known, and its script activates {env[1]}, which names "
+                       f"vLLM {fmt(env[0])}")
+            else:
+                continue
+            _withhold(f, why, "; if it runs vLLM " + fmt(f.fix.min_release) + " or later, tell vllmlint "
+                              "its release (a `vllmlint: release=` directive or the `releases` setting).")
+            break
+
+
+def _installed_by_other_scripts(project) -> list[Named]:
+    """The `pip install vllm==X` of the scripts in the tree that launch nothing themselves (a
+    setup.sh beside the serve script, found as a user on wagerc97/gpt-oss-alignment): an
+    environment pin as much as a requirements file's."""
+    from .releases import INSTALLING_KINDS, script_pins
+
+    launching = {pf.source.path for pf in project.files if pf.launches}
+    out = []
+    for source in project.sources:
+        if source.kind in INSTALLING_KINDS and source.kind != "yaml" and source.path not in launching:
+            for version, line in script_pins(source.text).items():
+                start = source.line_starts()[line - 1]
+                out.append(Named(source, (start, start), f"vllm=={fmt(version)}", "pin", version))
+    return out
+
+
 def _hold_beside_stray_pins(findings: list, unread: list) -> None:
     """A release-dependent fix on a launch whose release is unknown is held when the tree pins
     an older vLLM in an environment file no launch is linked to: the launch may well run that
@@ -386,7 +430,7 @@ def _hold_beside_stray_pins(findings: list, unread: list) -> None:
     --to 0.33.0` rewrote an import for 0.29.0 beside it). Naming a target states what runs only
     where nothing in the tree says otherwise."""
     stray = [n for n in unread if n.how == "pin" and n.release is not None
-             and n.file.kind in ("requirements", "pyproject") and not commented(n)]
+             and n.file.kind in ("requirements", "pyproject", "shell", "make", "just") and not commented(n)]
     if not stray:
         return
     for f in findings:

@@ -73,16 +73,16 @@ def pinned_versions(text: str, pin_re=PIN_RE) -> set[tuple[int, int, int]]:
     """The X.Y.Z of every `vllm==X` pin in `text` (`pin_re`: a lazy pattern with group `ver`)."""
     out = set()
     for m in pin_re().finditer(text):
-        if _in_comment(text, m.start()):
+        if in_comment(text, m.start()):
             continue            # `# vllm==0.6.3.post1`: pip (and a Dockerfile, a shell) skips it
         x, y, z = m.group("ver").split(".")[:3]
         out.add((int(x), int(y), int(z)))
     return out
 
 
-def _in_comment(text: str, at: int) -> bool:
-    """Is text[at] inside a `#` comment: after a `#` that starts its line's text or follows a
-    blank, as requirements files, Dockerfiles, shell scripts and TOML write one (found as a user
+def in_comment(text: str, at: int) -> bool:
+    """Is text[at] inside a `#` comment: after a `#` that starts its line or follows a blank,
+    as requirements files, Dockerfiles, shell scripts, YAML, TOML and Python write one (found as a user
     on agents-x-project/PyVision-RL: a commented `# vllm==0.6.3.post1` read as the release)."""
     start = text.rfind("\n", 0, at) + 1
     hash_at = text.find("#", start, at)
@@ -94,7 +94,7 @@ def _in_comment(text: str, at: int) -> bool:
 
 
 # a build whose tag carries the vLLM release among other parts: ROCm's `rocm6.4.1_vllm_0.9.1_20250715`
-EMBEDDED_RELEASE_RE = lazy_re(r"(?:^|[_.-])vllm[_-]?v?(\d+)\.(\d+)\.(\d+)(?!\d)", re.I)
+EMBEDDED_RELEASE_RE = lazy_re(r"(?:^|[/_.-])vllm[_-]?v?(\d+)\.(\d+)\.(\d+)(?!\d)", re.I)
 # tags that name no release but move with vLLM's main line: what they run is newest, not unknown
 MOVING_TAG_RE = lazy_re(r"^(?:latest|main|nightly[\w.-]*|[0-9a-f]{7,40})$")
 
@@ -156,7 +156,68 @@ def script_pins(text: str, python: bool = False) -> dict:
     for m in (_PY_INSTALL_RE() if python else _INSTALL_LINE_RE()).finditer(text):
         for version in pinned_versions(m.group(0)):
             out.setdefault(version, text.count("\n", 0, m.start()) + 1)
+        if not python:
+            for var in _INSTALLED_VAR_RE().finditer(m.group(0)):
+                version = _assigned_release(text, var)
+                if version is not None:
+                    out.setdefault(version, text.count("\n", 0, m.start()) + 1)
     return out
+
+
+# `pip install "vllm==${VLLM_VERSION}"` (found as a user on ovg-project/kvcached, with
+# `VLLM_VERSION="${VLLM_VERSION:-0.10.2}"` above it): the release is the variable's
+_INSTALLED_VAR_RE = lazy_re(r"(?<![\w./-])vllm(?:\[[\w,\s-]+\])?\s*==\s*[\"']?\$\{?(?P<var>[A-Za-z_]\w*)"
+                            r"(?::?-(?P<default>v?\d+\.\d+\.\d+)[^}\s\"']*)?\}?")
+_RELEASE_VALUE = r"[\"']?(?:\$\{%s:?-)?v?(\d+)\.(\d+)\.(\d+)(?![\d.]*[\w$])"
+
+
+def _assigned_release(text: str, var) -> tuple[int, int, int] | None:
+    """The release `vllm==${VAR}` installs: the default written in the reference, else the one
+    literal release the script assigns to VAR (`VAR=0.10.2`, `VAR="${VAR:-0.10.2}"`); None when
+    it is set to anything else or to two releases (known at run time only)."""
+    if var.group("default"):
+        return tuple(int(x) for x in var.group("default").lstrip("v").split(".")[:3])
+    name = var.group("var")
+    assigned = re.findall(r"(?m)^[ \t]*(?:export[ \t]+|local[ \t]+|declare[ \t]+)?%s=(.*)$" % name, text)
+    found = {m.groups() for value in assigned if (m := re.match(_RELEASE_VALUE % name, value.strip()))}
+    if len(assigned) != len(found) or len(found) != 1 or in_comment(text, text.find(name + "=")):
+        return None
+    return tuple(int(x) for x in next(iter(found)))
+
+
+def installs_at_run_time(text: str) -> int:
+    """The line of a `pip install vllm==$VAR` whose release the script does not say (the
+    variable comes from outside or takes two values), else 0: the launch's release is a pin
+    that only the run knows."""
+    if "install" not in text or "vllm" not in text or "$" not in text:
+        return 0
+    for m in _INSTALL_LINE_RE().finditer(text):
+        for var in _INSTALLED_VAR_RE().finditer(m.group(0)):
+            if _assigned_release(text, var) is None:
+                return text.count("\n", 0, m.start()) + 1
+    return 0
+
+
+# `source /opt/envs/vllm-v0.9.2/.venv/bin/activate`, `conda activate vllm_0.8.5`: an environment
+# whose name says the vLLM it holds (found as a user on ovg-project/kvcached)
+_ACTIVATES_RE = lazy_re(r"(?m)^[ \t]*(?:(?:source|\.)[ \t]+(?P<venv>\S*/bin/activate)\b|"
+                        r"(?:conda|mamba|micromamba)[ \t]+activate[ \t]+(?P<conda>\S+))")
+
+
+def activated_release(text: str) -> tuple[tuple[int, int, int], str] | None:
+    """(release, the line that activates it) when a script activates an environment whose path
+    or name carries one vLLM release (`vllm-v0.9.2/.venv`, `conda activate vllm0.8.5`)."""
+    if "activate" not in text:
+        return None
+    for m in _ACTIVATES_RE().finditer(text):
+        if in_comment(text, m.start()):
+            continue
+        where = m.group("venv") or m.group("conda")
+        where = where.strip("\"'")
+        rel = EMBEDDED_RELEASE_RE().search(where)
+        if rel:
+            return (int(rel.group(1)), int(rel.group(2)), int(rel.group(3))), where
+    return None
 
 
 def unbumped_pin(launch) -> bool:

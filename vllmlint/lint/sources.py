@@ -39,7 +39,10 @@ def mentions_vllm(data: bytes | str) -> bool:
     placeholders) is skipped rather than failing the run."""
     if isinstance(data, bytes):
         data = data.decode("utf-8", "replace")
-    return may_launch(data.lower())
+    lowered = data.lower()
+    # `vllm` as a name of its own: `dvllm_run.json`, `nanovllm` are other engines' (found as a
+    # user on zhijie-group/d2f_vllm, whose Python 3.12 files failed the run on 3.11)
+    return may_launch(lowered) and re.search(r"(?<![a-z0-9])vllm", lowered) is not None
 
 
 def read_source(path: Path, display: str, kind: str) -> SourceFile:

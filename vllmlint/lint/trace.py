@@ -33,7 +33,7 @@ from pathlib import Path
 from ..knowledge.images import parse_image, parse_tag
 from ..knowledge.versions import parse_version
 from ..model.launch import KUBEAI_VIA, Launch, Named, SourceFile
-from .releases import own_project, runs_host_environment
+from .releases import in_comment, own_project, runs_host_environment
 
 # `(?:(?<=:-)|...)`: also the default of `${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}` (compose, shell)
 IMAGE_TAG_RE = re.compile(
@@ -117,16 +117,9 @@ def deliberate(named: Named) -> str:
     return ""
 
 
-def _in_comment(text: str, at: int) -> bool:
-    """`at` follows a `#` that starts a comment on its line (shell, YAML, Dockerfile, Python)."""
-    start = text.rfind("\n", 0, at) + 1
-    before = text[start:at]
-    return bool(re.search(r"(?:^|[ \t])#", before))
-
-
 def commented(named: Named) -> bool:
     """The place is inside a comment of its file (a pin there is no one's: `trace` lists it unread)."""
-    return _in_comment(named.file.text, named.span[0])
+    return in_comment(named.file.text, named.span[0])
 
 
 def _python_code_lines(source: SourceFile) -> set[int] | None:
@@ -153,7 +146,7 @@ def _python_code_lines(source: SourceFile) -> set[int] | None:
 def _in_code(source: SourceFile, at: int, end: int, cache: dict) -> bool:
     """The text at [at, end) is code, not a comment, docstring or prose value."""
     text = source.text
-    if _in_comment(text, at):
+    if in_comment(text, at):
         return False
     if source.kind == "python":
         if source.path not in cache:
@@ -587,7 +580,7 @@ def trace(project) -> tuple[list[Named], list[Named]]:
         elif named.how == "chart appVersion":
             users = [l for l in launches if _under(l.file.path, source.path.parent)]
         elif named.how == "pin":
-            if not _in_comment(source.text, named.span[0]):
+            if not in_comment(source.text, named.span[0]):
                 if source.kind == "dockerfile":
                     users = list(by_file.get(source.path, ()))
                 else:

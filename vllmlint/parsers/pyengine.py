@@ -22,8 +22,12 @@ from .pysource import _Offsets
 # are vLLM's engine arguments: `swap_space=4` is `--swap-space=4` with the keyword's own span, so
 # every flag rule reads them; a rename writes the keyword's new name (KeywordArg), an added flag
 # is written as a keyword (KeywordSite). Names count only when they come from vLLM: imported from
-# a module with a `vllm` part (`from vllm import LLM`, `import vllm` then `vllm.LLM`), never
-# `sglang` (`sgl.Engine`) or a same-named class of another library.
+# vLLM's own modules (`from vllm import LLM`, `import vllm` then `vllm.LLM`,
+# `from vllm.engine.arg_utils import EngineArgs`), never `sglang` (`sgl.Engine`), a same-named
+# class of another library, or a project's own `vllm` package (`from verl.third_party.vllm import
+# LLM`, a subclass for old releases with arguments of its own: found as a user on
+# agents-x-project/PyVision-RL). A vLLM integration package's own `vllm` module is vLLM's, patched
+# (`from lmcache_vllm.vllm import LLM`, LMCache's pre-v1 shim).
 
 ENGINE_CLASSES = {"LLM", "EngineArgs", "AsyncEngineArgs"}
 ENGINE_HOLDERS = {"LLMEngine", "AsyncLLMEngine", "AsyncLLM", "LLM", "EngineArgs", "AsyncEngineArgs", "MQLLMEngine"}
@@ -37,7 +41,7 @@ NOT_ENGINE_KW = {"use_tqdm", "self"}
 
 def _vllm_module(name: str | None) -> bool:
     parts = (name or "").split(".")
-    return "vllm" in parts and "sglang" not in parts
+    return parts[0] == "vllm" or (parts[0].endswith("_vllm") or parts[0].startswith("vllm_")) and "vllm" in parts[1:]
 
 
 @record(frozen=True)
