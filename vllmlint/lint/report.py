@@ -541,9 +541,33 @@ def diff_path(display: str) -> str:
     return text
 
 
-def unified_diff(display: str, old: str, new: str) -> str:
+NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+def diff_lines(text: str, bom: bool = False) -> list[str]:
+    """`text` cut into lines as `git diff` and `patch` cut a file: at `\\n` only (str.splitlines
+    also cuts at a lone CR, a form feed, U+2028...), each line keeping its end (`\\r\\n` stays
+    whole); the BOM, when the file has one, at the start of the first line, as on disk."""
+    lines = text.split("\n")
+    last = lines.pop()
+    lines = [line + "\n" for line in lines] + ([last] if last else [])
+    if bom and lines:
+        lines[0] = "\ufeff" + lines[0]
+    return lines
+
+
+def unified_diff(display: str, old: str, new: str, bom: bool = False) -> str:
+    """The patch from `old` to `new` (one file's text, `bom`: its BOM kept on disk), as `git diff`
+    writes it: `git apply` and `patch -p1` take it and write `new` byte for byte. A last line without
+    a newline, old or new, is followed by `\\ No newline at end of file` (difflib leaves it out,
+    gluing that line to the next one)."""
     name = diff_path(display)
     import difflib               # only for --diff
 
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+    out = []
+    for line in difflib.unified_diff(diff_lines(old, bom), diff_lines(new, bom),
+                                     fromfile=f"a/{name}", tofile=f"b/{name}"):
+        out.append(line)
+        if not line.endswith("\n"):     # a content line: headers end with difflib's lineterm
+            out.append("\n" + NO_NEWLINE)
+    return "".join(out)
