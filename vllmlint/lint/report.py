@@ -50,8 +50,10 @@ _SECRET_PATTERNS = [       # compiled on first use (lazy_re): most one-file runs
             + _VALUE),
     # Authorization: Bearer X, "Authorization": "Basic X", authorization=X
     lazy_re(r"""(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|apikey)\s+)?)""" + _VALUE),
-    # credentials in a URL: scheme://user:X@host
-    lazy_re(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)([^@\s/]+)(?=@)", re.I),
+    # credentials in a URL: scheme://user:X@host (the user may be empty: redis://:X@host), within
+    # one URL - no `"`, `,`, `{`, `}`, `/` or whitespace in between, which a URL's userinfo never
+    # holds: `"tcp://host:5557","topic":"kv@pod"` (JSON) or `tcp://h:1 kv@pod` (argv) hold no password
+    lazy_re(r"""(\b[a-z][a-z0-9+.-]*://[^/\s:@",{}]*:)([^/\s@",{}]+)(?=@)""", re.I),
 ]
 # not a secret: already masked, a scheme word, a reference to a variable or template
 _PLAIN = lazy_re(r"(?i)(?:\*\*\*\*|bearer|basic|token|apikey|\$|\{\{)")
