@@ -363,6 +363,18 @@ def test_launches_prints_json_that_looks_like_a_url_as_written(tmp_path):
         assert_no_secret(out, "launches")
 
 
+def test_launches_masks_secrets_in_any_env_value(tmp_path):
+    """`REDIS_URL` is no secret-looking name, but the password in its URL is a secret."""
+    (tmp_path / "serve.sh").write_text(
+        f"REDIS_URL=redis://:{SECRETS[7]}@cache:6379 PLAIN=tcp://h:5557 vllm serve m --port 8000\n")
+    text = invoke("launches", str(tmp_path)).stdout
+    rows = json.loads(invoke("launches", "--format", "json", str(tmp_path)).stdout)
+    assert rows[0]["env"] == {"REDIS_URL": "redis://:****@cache:6379", "PLAIN": "tcp://h:5557"}
+    assert "REDIS_URL=redis://:****@cache:6379" in text
+    for out in (text, json.dumps(rows)):
+        assert_no_secret(out, "launches")
+
+
 def test_problem_lines_are_masked():
     from vllmlint.lint.project import Problem
 

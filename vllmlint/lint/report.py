@@ -20,7 +20,11 @@ def is_secret(name: str) -> bool:
 
 
 def mask_env(name: str, value: str | None) -> str | None:
-    return MASK if value and is_secret(name) else value
+    """The value of a secret-looking name masked whole; any other value's secrets (a URL password
+    in `REDIS_URL`, a token shape) masked as in any text."""
+    if not value:
+        return value
+    return MASK if is_secret(name) else mask_secrets(value)
 
 
 def mask_argv(argv: list[str]) -> list[str]:
