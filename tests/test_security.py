@@ -327,12 +327,52 @@ def test_mask_secrets_forms():
         "`--api-key` is deprecated": "`--api-key` is deprecated",
         "--max-num-batched-token=8192": "--max-num-batched-token=8192",    # a count, not a token
         "--hf_token=hf_x": "--hf_token=****",
+        # URL passwords: the user may be empty, the password may hold `:`, inside JSON too
+        "postgres://u:p@host": "postgres://u:****@host",
+        "redis://:pw@host:6379": "redis://:****@host:6379",
+        "amqp://u:p:q@h/v": "amqp://u:****@h/v",
+        '{"url":"postgres://u:s3cret@db/x"}': '{"url":"postgres://u:****@db/x"}',
+        # ... but a password never crosses JSON or argv structure: `tcp://host:5557` is a port
+        '{"endpoint":"tcp://indexer.svc:5557","topic":"kv@pod-1@Qwen/Qwen3-8B"}':
+            '{"endpoint":"tcp://indexer.svc:5557","topic":"kv@pod-1@Qwen/Qwen3-8B"}',
+        "--a tcp://h:5557 --b kv@pod": "--a tcp://h:5557 --b kv@pod",
+        "tcp://h:5557,kv@pod": "tcp://h:5557,kv@pod",
+        "{tcp://h:5557}{kv@pod}": "{tcp://h:5557}{kv@pod}",
+        "http://h:80/x@y": "http://h:80/x@y",
     }
     for text, want in cases.items():
         assert mask_secrets(text) == want, text
     assert mask_secrets("value 'abc123' seen", known={"abc123"}) == "value '****' seen"
     assert mask_argv(["vllm", "serve", "--api-key", "k", "-H", "Authorization: Bearer t"]) == \
         ["vllm", "serve", "--api-key", "****", "-H", "Authorization: Bearer ****"]
+
+
+def test_launches_prints_json_that_looks_like_a_url_as_written(tmp_path):
+    """`--kv-events-config` with a zmq endpoint and a `kv@pod@model` topic: no password there, the
+    JSON printed as written; a real URL password beside it is still masked."""
+    config = '{"enable_kv_cache_events":true,"endpoint":"tcp://indexer.svc:5557","topic":"kv@pod-1@Qwen/Qwen3-8B"}'
+    (tmp_path / "serve.sh").write_text(
+        f"vllm serve Qwen/Qwen3-8B --kv-events-config '{config}'"
+        f" --kv-transfer-config '{{\"url\":\"https://bot:{SECRETS[3]}@kv.example/x\"}}'\n")
+    text = invoke("launches", str(tmp_path)).stdout
+    rows = json.loads(invoke("launches", "--format", "json", str(tmp_path)).stdout)
+    argv = rows[0]["argv"]
+    assert config in text and argv[argv.index("--kv-events-config") + 1] == config
+    assert argv[argv.index("--kv-transfer-config") + 1] == '{"url":"https://bot:****@kv.example/x"}'
+    for out in (text, json.dumps(rows)):
+        assert_no_secret(out, "launches")
+
+
+def test_launches_masks_secrets_in_any_env_value(tmp_path):
+    """`REDIS_URL` is no secret-looking name, but the password in its URL is a secret."""
+    (tmp_path / "serve.sh").write_text(
+        f"REDIS_URL=redis://:{SECRETS[7]}@cache:6379 PLAIN=tcp://h:5557 vllm serve m --port 8000\n")
+    text = invoke("launches", str(tmp_path)).stdout
+    rows = json.loads(invoke("launches", "--format", "json", str(tmp_path)).stdout)
+    assert rows[0]["env"] == {"REDIS_URL": "redis://:****@cache:6379", "PLAIN": "tcp://h:5557"}
+    assert "REDIS_URL=redis://:****@cache:6379" in text
+    for out in (text, json.dumps(rows)):
+        assert_no_secret(out, "launches")
 
 
 def test_problem_lines_are_masked():

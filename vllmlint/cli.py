@@ -387,7 +387,10 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     changed = outcome.changed()
     if diff:
         for path, (orig, new) in sorted(changed.items(), key=lambda kv: kv[1][0].display):
-            click.echo(unified_diff(orig.display, orig.text, new), nl=False)
+            # written as is: click.echo drops escape sequences when stdout is no terminal (a patch
+            # must keep every byte of the lines it shows)
+            sys.stdout.write(unified_diff(orig.display, orig.text, new, orig.bom))
+            sys.stdout.flush()
     else:
         errors += _write(outcome)
     verb = "would change" if diff else "changed"

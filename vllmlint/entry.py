@@ -34,6 +34,28 @@ def fast_check_args(argv: list[str]) -> dict | None:
 
 
 def main() -> None:
+    """Every command, quiet when the reader of its output goes away (`vllmlint check . | head -1`):
+    on a broken pipe, stdout (and stderr, which may be the same pipe) point at devnull so that
+    nothing more is written or flushed, and the exit code is 1, as click's own EPIPE handling and
+    the recipe of https://docs.python.org/3/library/signal.html#note-on-sigpipe have it."""
+    try:
+        try:
+            run()
+        finally:
+            sys.stdout.flush()     # what is left in the buffer breaks here, not at interpreter exit
+    except BrokenPipeError:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (AttributeError, OSError, ValueError):    # replaced or closed: nothing to flush there
+                pass
+        sys.exit(1)
+
+
+def run() -> None:
     kwargs = fast_check_args(sys.argv[1:])
     if kwargs is not None:
         import gc

@@ -127,7 +127,7 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
     changed = outcome.changed()
     if diff:
         for path, (orig, new) in sorted(changed.items(), key=lambda kv: kv[1][0].display):
-            echo(unified_diff(orig.display, orig.text, new), nl=False)
+            echo(unified_diff(orig.display, orig.text, new, orig.bom), nl=False)
         if outcome.fixed:
             note(f"Would fix {plural(len(outcome.fixed), 'finding')} in {plural(len(changed), 'file')}.")
     elif fix and stdin:

@@ -20,7 +20,11 @@ def is_secret(name: str) -> bool:
 
 
 def mask_env(name: str, value: str | None) -> str | None:
-    return MASK if value and is_secret(name) else value
+    """The value of a secret-looking name masked whole; any other value's secrets (a URL password
+    in `REDIS_URL`, a token shape) masked as in any text."""
+    if not value:
+        return value
+    return MASK if is_secret(name) else mask_secrets(value)
 
 
 def mask_argv(argv: list[str]) -> list[str]:
@@ -50,8 +54,10 @@ _SECRET_PATTERNS = [       # compiled on first use (lazy_re): most one-file runs
             + _VALUE),
     # Authorization: Bearer X, "Authorization": "Basic X", authorization=X
     lazy_re(r"""(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|apikey)\s+)?)""" + _VALUE),
-    # credentials in a URL: scheme://user:X@host
-    lazy_re(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)([^@\s/]+)(?=@)", re.I),
+    # credentials in a URL: scheme://user:X@host (the user may be empty: redis://:X@host), within
+    # one URL - no `"`, `,`, `{`, `}`, `/` or whitespace in between, which a URL's userinfo never
+    # holds: `"tcp://host:5557","topic":"kv@pod"` (JSON) or `tcp://h:1 kv@pod` (argv) hold no password
+    lazy_re(r"""(\b[a-z][a-z0-9+.-]*://[^/\s:@",{}]*:)([^/\s@",{}]+)(?=@)""", re.I),
 ]
 # not a secret: already masked, a scheme word, a reference to a variable or template
 _PLAIN = lazy_re(r"(?i)(?:\*\*\*\*|bearer|basic|token|apikey|\$|\{\{)")
@@ -541,9 +547,33 @@ def diff_path(display: str) -> str:
     return text
 
 
-def unified_diff(display: str, old: str, new: str) -> str:
+NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+def diff_lines(text: str, bom: bool = False) -> list[str]:
+    """`text` cut into lines as `git diff` and `patch` cut a file: at `\\n` only (str.splitlines
+    also cuts at a lone CR, a form feed, U+2028...), each line keeping its end (`\\r\\n` stays
+    whole); the BOM, when the file has one, at the start of the first line, as on disk."""
+    lines = text.split("\n")
+    last = lines.pop()
+    lines = [line + "\n" for line in lines] + ([last] if last else [])
+    if bom and lines:
+        lines[0] = "\ufeff" + lines[0]
+    return lines
+
+
+def unified_diff(display: str, old: str, new: str, bom: bool = False) -> str:
+    """The patch from `old` to `new` (one file's text, `bom`: its BOM kept on disk), as `git diff`
+    writes it: `git apply` and `patch -p1` take it and write `new` byte for byte. A last line without
+    a newline, old or new, is followed by `\\ No newline at end of file` (difflib leaves it out,
+    gluing that line to the next one)."""
     name = diff_path(display)
     import difflib               # only for --diff
 
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+    out = []
+    for line in difflib.unified_diff(diff_lines(old, bom), diff_lines(new, bom),
+                                     fromfile=f"a/{name}", tofile=f"b/{name}"):
+        out.append(line)
+        if not line.endswith("\n"):     # a content line: headers end with difflib's lineterm
+            out.append("\n" + NO_NEWLINE)
+    return "".join(out)
