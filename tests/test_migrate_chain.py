@@ -139,3 +139,18 @@ def test_a_release_older_than_the_catalogue_is_said(tmp_path, monkeypatch):
     assert "vLLM 0.4.2 is older than the oldest release vllmlint knows (0.6.6)" in said
     quiet = invoke("migrate", "--from", "0.27.0", "--to", "0.33.0", "--diff", ".")
     assert "older than the oldest release" not in quiet.output
+
+
+def test_a_value_the_target_refuses_is_left_for_a_human(tmp_path):
+    """`--prefix-caching-hash-algo builtin` on v0.10.0, migrated to 0.33.0 (found as a user on
+    llm-d/llm-d-kv-cache-manager): the tag is bumped as for any finding left for a human (a
+    removed flag migrate cannot delete: VL302), and the refused value is listed among them."""
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "fixtures" / "VL308" / "k8s-removed-value-at-target" / "input", tree)
+    result = invoke("migrate", "--to", "0.33.0", "--diff", str(tree))
+    assert "+          image: vllm/vllm-openai:v0.33.0" in result.stdout
+    out = result.output
+    assert "Left for a human (1):" in out
+    left = out.split("Left for a human (1):", 1)[1]
+    assert "VL308 error: vLLM 0.33.0 will not start: `--prefix-caching-hash-algo` accepts" in left
+    assert "`builtin` was removed in vLLM 0.10.2" in left

@@ -126,3 +126,41 @@ def test_vl307_never_advises_an_old_default_the_target_refuses(tmp_path, monkeyp
     result = CliRunner().invoke(main, ["migrate", "--to", "0.33.0", "--keep-defaults", "--diff", "."],
                                 catch_exceptions=False)
     assert "--prefix-caching-hash-algo" not in "".join(l for l in result.stdout.splitlines() if l.startswith("+"))
+
+
+def test_vl308_names_the_release_that_dropped_the_value(tmp_path, monkeypatch):
+    """`builtin` left `--prefix-caching-hash-algo`'s choices in 0.10.2: on 0.33.0 argparse stops
+    the server ("invalid choice"). The message lists what 0.33.0 accepts; no value is chosen for
+    the user (no fix)."""
+    [f] = findings("VL308/k8s-removed-value-at-target", "--select", "VL308", "--target-version", "0.33.0",
+                   tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert f["severity"] == "error" and not f["fixable"]
+    assert f["message"] == ("vLLM 0.33.0 will not start: `--prefix-caching-hash-algo` accepts sha256, sha256_cbor, "
+                            "xxhash, xxhash_cbor; `builtin` was removed in vLLM 0.10.2")
+    assert "invalid choice: 'builtin'" in f["detail"] and "accepted up to vLLM 0.10.1" in f["detail"]
+    assert "runs vLLM 0.10.0 today" in f["detail"]
+
+
+def test_vl308_without_a_target_checks_the_release_the_launch_runs(tmp_path, monkeypatch):
+    """No target named: `builtin` is right for the v0.10.0 image, `sha256_cbor` is not (new in
+    0.10.2), and a launch whose release is unknown is not judged."""
+    assert findings("VL308/k8s-removed-value-at-target", "--select", "VL308",
+                    tmp_path=tmp_path / "a", monkeypatch=monkeypatch) == []
+    rows = findings("VL308/compose-refused-by-its-own-release", "--select", "VL308",
+                    tmp_path=tmp_path / "b", monkeypatch=monkeypatch)
+    assert [r["message"].split(": ", 1)[0] for r in rows] == ["vLLM 0.10.0 will not start"] * 2
+    assert rows[0]["message"].endswith("`sha256_cbor` is new in vLLM 0.10.2")
+    assert rows[1]["message"].endswith("`BF16` is not one of them; did you mean `bfloat16`?")
+    assert findings("VL308/unknown-release-no-target", "--select", "VL308",
+                    tmp_path=tmp_path / "c", monkeypatch=monkeypatch) == []
+    [named] = findings("VL308/unknown-release-no-target", "--select", "VL308", "--target-version", "0.33.0",
+                       tmp_path=tmp_path / "d", monkeypatch=monkeypatch)[:1]
+    assert "`bogus` is not one of them" in named["message"]
+
+
+def test_vl308_engine_keyword_is_named_as_written(tmp_path, monkeypatch):
+    [f] = findings("VL308/python-engine-kwargs", "--select", "VL308", "--target-version", "0.16.0",
+                   tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert f["message"] == ("vLLM 0.16.0 will not start: `convert` accepts auto, none, embed, classify; "
+                            "`reward` was removed in vLLM 0.16.0")
+    assert "engine arguments refuse it" in f["detail"]

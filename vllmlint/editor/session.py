@@ -98,7 +98,7 @@ def load_config(root: Path | None) -> Config:
         settings.target_version = "0.30.0"
         target = parse_version(settings.target_version)
     options = {"topology": settings.topology, "model_config": settings.model_config,
-               "prompt_tokens": settings.prompt_tokens}
+               "prompt_tokens": settings.prompt_tokens, "target_explicit": settings.target_explicit}
     return Config(settings, list(selected_rules(target, settings.select, settings.ignore, options)), error)
 
 

@@ -107,7 +107,9 @@ def run_check(paths=(), fmt="text", fix=False, diff=False, unsafe_fixes=False, s
                "prompt_tokens": settings.prompt_tokens,
                # unsafe fixes are only counted unless --unsafe-fixes (rules/vl302: its fold is
                # read back only where it is applied or shown)
-               "unsafe_fixes_counted_only": not unsafe_fixes}
+               "unsafe_fixes_counted_only": not unsafe_fixes,
+               # the target was named, not the default: rules/vl308 then checks values against it
+               "target_explicit": settings.target_explicit}
     rules = list(selected_rules(target_version, settings.select, settings.ignore, options))
     try:
         outcome = check_and_fix(candidates, rules, fix=fix or diff, unsafe=unsafe_fixes, settings=settings,

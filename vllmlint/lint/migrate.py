@@ -557,6 +557,8 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
     from .project import ParseCache
 
     cache = cache if cache is not None else ParseCache()   # a step re-parses only what the one before changed
+    # each step's release is the one checked (rules/vl308: not the release a launch runs today)
+    options = {**(options or {}), "target_explicit": True}
     if incremental():
         # a step's edited texts were parsed back natively when the step wrote them: the next
         # pass or step does not check them again as its `before`
