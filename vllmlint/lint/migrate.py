@@ -487,8 +487,10 @@ class Step:
 
 
 def step_key(finding) -> tuple:
-    """The same finding at another step of a chain: its message names that step's release."""
-    return finding.code, finding.file.display, re.sub(r"\d+\.\d+\.\d+", "X", finding.message)
+    """The same finding at another step of a chain: its message names that step's release (and,
+    VL308, the values that step's release accepts)."""
+    message = re.sub(r"\d+\.\d+\.\d+", "X", finding.message)
+    return finding.code, finding.file.display, re.sub(r"` accepts [^;]*;", "` accepts ...;", message)
 
 
 @record
