@@ -71,11 +71,12 @@ class RemovedEnvVar(Rule):
     `RUN`, an entrypoint script, an env-to-flag mapper), nor the settings of a launch that runs
     a plugin's image (`opea/vllm-gaudi`, `vllm/vllm-omni`): a plugin reads `VLLM_*` variables of
     its own that vLLM's table does not list (Gaudi's `VLLM_SKIP_WARMUP`, found as a user on
-    opea-project/GenAIComps, where "remove it" would make every start run the full warm-up). An unknown `VLLM_*` name set before a
-    command that builds vLLM from its source in the same Dockerfile or script (`setup.py
-    bdist_wheel`, `pip install -e .`, `--no-binary vllm`) is not reported unless it is close to a
-    real one: vLLM's build (setup.py, CMake) reads variables of its own
-    (`VLLM_FA_CMAKE_GPU_ARCHES`, `VLLM_CPU_DISABLE_AVX512`) that no release reads at run time.
+    opea-project/GenAIComps, where "remove it" would make every start run the full warm-up).
+    An unknown `VLLM_*` name set before a command that builds vLLM from its source in the same
+    Dockerfile or script (`setup.py bdist_wheel`, `pip install -e .`, `--no-binary vllm`) is not
+    reported unless it is close to a real one: vLLM's build (setup.py, CMake) reads variables of
+    its own (`VLLM_FA_CMAKE_GPU_ARCHES`, `VLLM_CPU_DISABLE_AVX512`) that no release reads at run
+    time.
 
     ## Why
     vLLM only warns about an unknown `VLLM_*` variable (`validate_environ`; an error only with

@@ -81,9 +81,9 @@ def pinned_versions(text: str, pin_re=PIN_RE) -> set[tuple[int, int, int]]:
 
 
 def in_comment(text: str, at: int) -> bool:
-    """Is text[at] inside a `#` comment: after a `#` that starts its line or follows a blank,
-    as requirements files, Dockerfiles, shell scripts, YAML, TOML and Python write one (found as a user
-    on agents-x-project/PyVision-RL: a commented `# vllm==0.6.3.post1` read as the release)."""
+    """Is text[at] inside a `#` comment: after a `#` that starts its line or follows a blank, as
+    requirements files, Dockerfiles, shell scripts, YAML, TOML and Python write one (found as a
+    user on agents-x-project/PyVision-RL: a commented `# vllm==0.6.3.post1` read as the release)."""
     start = text.rfind("\n", 0, at) + 1
     hash_at = text.find("#", start, at)
     while hash_at >= 0:
@@ -180,7 +180,7 @@ def _assigned_release(text: str, var) -> tuple[int, int, int] | None:
     name = var.group("var")
     assigned = re.findall(r"(?m)^[ \t]*(?:export[ \t]+|local[ \t]+|declare[ \t]+)?%s=(.*)$" % name, text)
     found = {m.groups() for value in assigned if (m := re.match(_RELEASE_VALUE % name, value.strip()))}
-    if len(assigned) != len(found) or len(found) != 1 or in_comment(text, text.find(name + "=")):
+    if len(assigned) != len(found) or len(found) != 1:      # (a line that starts with it: no comment)
         return None
     return tuple(int(x) for x in next(iter(found)))
 
