@@ -580,3 +580,140 @@ def test_a_script_file_that_ends_in_a_backslash_ends_there(tmp_path):
     (tmp_path / "requirements.txt").write_text("vllm==0.31.0\n")
     [launch] = found(tmp_path, "serve.sh", "#!/bin/bash\nvllm serve m \\\n    --port 8000 \\\n    --host 0.0.0.0 \\")
     assert launch.not_editable is None and not any(a.dynamic for a in launch.argv)
+
+
+# -- an image's registry and tag written as variables ------------------------------------------
+# (found as a user on OPEA's compose files: `${REGISTRY:-opea}/vllm-rocm:${TAG:-latest}` was no
+# launch while `${REGISTRY:-opea}/vllm:latest` was one). A default stands for its variable, any
+# other variable for an unknown part; the repository name decides.
+VARIABLE_SERVING = [
+    "${REGISTRY:-opea}/vllm-rocm:${TAG:-latest}",
+    "${REGISTRY:-opea}/vllm:${TAG:-latest}",
+    "${REGISTRY-opea}/vllm-gaudi:${TAG-latest}",
+    "${REGISTRY}/vllm-openai:${TAG}",
+    "$REG/vllm-openai:$TAG",
+    "${REGISTRY:-docker.io}/vllm/vllm-openai:${VLLM_TAG:-v0.8.5}",
+    "${IMAGE:-${REGISTRY:-opea}/vllm:latest}",
+]
+# another engine's repository (or a vLLM build that starts a shell) whatever the variables hold
+VARIABLE_NOT_SERVING = [
+    "${REGISTRY:-opea}/tgi:${TAG}",
+    "${REGISTRY:-opea}/tgi:${TAG:-latest}",
+    "lmsysorg/sglang:${TAG}",
+    "${REGISTRY:-lmsysorg}/sglang:${TAG:-latest}",
+    "ghcr.io/huggingface/text-generation-inference:${TGI_VERSION}",
+    "${REGISTRY:-rocm}/vllm-dev:${TAG:-nightly}",
+]
+VARIABLE_RUNNERS = sorted(r for r in RUNNERS if r not in ("dockerfile", "docker SDK", "python argv"))
+
+
+@pytest.mark.parametrize("runner", VARIABLE_RUNNERS)
+@pytest.mark.parametrize("image", VARIABLE_SERVING)
+def test_an_image_written_with_variables_serves_by_its_repository(tmp_path, runner, image):
+    name, text = run_with(runner, image)
+    [launch] = found(tmp_path, name, text)
+    assert [a.value for a in launch.argv][:3] == ["vllm", "serve", "--model=m"], (runner, image)
+
+
+@pytest.mark.parametrize("runner", VARIABLE_RUNNERS)
+@pytest.mark.parametrize("image", VARIABLE_NOT_SERVING)
+def test_another_engines_image_with_variables_is_no_launch(tmp_path, runner, image):
+    """`--max-model-len` looks like vLLM's, and a variable registry or tag once made a pod's or
+    a service's args list vLLM's by its flags: the repository name says otherwise."""
+    name, text = run_with(runner, image)
+    assert found(tmp_path, name, text) == [], (runner, image)
+
+
+@pytest.mark.parametrize("image", ["$REG/vllm:$TAG", "${REGISTRY:-acme}/vllm:${TAG:-latest}",
+                                   "${REGISTRY:-opea}/vllmx:${TAG:-latest}"])
+def test_an_unlisted_name_with_vllm_in_it_is_no_serving_image(tmp_path, image):
+    """Only the table's names serve engine args; a `vllm` name outside it (no namespace the table
+    knows) given generic flags is no launch, as `acme/vllm:latest` is none."""
+    text = f"services:\n  llm:\n    image: {image}\n    command: --model m --port 80\n"
+    assert found(tmp_path, "compose.yaml", text) == []
+
+
+def test_a_default_tag_is_never_the_release_nor_bumped(tmp_path):
+    text = ("services:\n  llm:\n    image: ${REGISTRY:-docker.io}/vllm/vllm-openai:${VLLM_TAG:-v0.8.5}\n"
+            "    command: --model m --port 80\n")
+    (tmp_path / "compose.yaml").write_text(text)
+    [launch] = found(tmp_path, "compose.yaml", text)
+    assert launch.image == "${REGISTRY:-docker.io}/vllm/vllm-openai:${VLLM_TAG:-v0.8.5}"
+    result = CliRunner().invoke(main, ["migrate", "--to", "0.30.0", "--diff", str(tmp_path)], catch_exceptions=False)
+    assert result.stdout == "" and "would change 0 files" in result.output, result.output    # no diff
+    assert (tmp_path / "compose.yaml").read_text() == text
+
+
+@pytest.mark.parametrize("extra, runs", [
+    ("", False),                                         # OPEA's docker_image_build/build.yaml
+    ("    extends: audioqna\n    container_name: vllm-rocm\n", False),
+    ("    ports: [\"8000:8000\"]\n", True),                # built here and run here
+    ("    command: --model m\n", True),
+])
+def test_a_service_that_only_builds_its_image_runs_nothing(tmp_path, extra, runs):
+    text = ("services:\n  vllm-rocm:\n    build:\n      context: GenAIComps\n"
+            "      dockerfile: comps/third_parties/vllm/src/Dockerfile.amd_gpu\n"
+            "    image: ${REGISTRY:-opea}/vllm-rocm:${TAG:-latest}\n" + extra)
+    assert len(found(tmp_path, "build.yaml", text)) == runs
+
+
+# -- a virtual environment's interpreter or console script as argv[0] ---------------------------
+# (found as a user on ovg-project/kvcached: `[str(venv / "bin" / "python"), "-m",
+# "vllm.entrypoints.openai.api_server", ...]` was no launch while `"python"` and
+# `sys.executable` were)
+PYTHON_PATHS = [
+    'str(Path(venv) / "bin" / "python")',
+    'Path(venv) / "bin" / "python3"',
+    'os.path.join(venv, "bin", "python")',
+    'os.fspath(Path(venv, "bin", "python3.11"))',
+    '(Path(venv) / "bin" / "python").as_posix()',
+    'f"{venv}/bin/python"',
+    'venv + "/bin/python3"',
+    'str(Path(venv).joinpath("bin", "python"))',
+    'shutil.which("python3")',
+    '"{}/bin/python".format(venv)',
+    '"%s/bin/python3" % venv',
+]
+VLLM_PATHS = ['venv / "bin" / "vllm"', 'str(venv / "bin" / "vllm")', 'os.path.join(venv, "bin", "vllm")',
+              'shutil.which("vllm")', 'Path("/opt/venv/bin/vllm")']
+
+
+def python_launcher(first: str, rest: str, bind: str = "") -> str:
+    return ("import os\nimport shutil\nimport subprocess\nfrom pathlib import Path\n\n\n"
+            f"def start(model, venv):\n{bind}    subprocess.Popen([{first}, {rest}, \"--model\", model])\n")
+
+
+@pytest.mark.parametrize("path", PYTHON_PATHS)
+@pytest.mark.parametrize("bound", [False, True])
+def test_a_venvs_interpreter_runs_vllms_server_module(tmp_path, path, bound):
+    bind = f"    python_exec = {path}\n" if bound else ""
+    first = "str(python_exec)" if bound else path
+    text = python_launcher(first, '"-m", "vllm.entrypoints.openai.api_server"', bind)
+    [launch] = found(tmp_path, "launch.py", text)
+    assert launch.kind == "api-server" and launch.program == "python -m vllm.entrypoints.openai.api_server"
+    head = launch.argv[0]
+    assert head.dynamic and text[head.span[0]:head.span[1]] == first      # as written, never edited
+    assert [a.value for a in launch.argv[1:]] == ["-m", "vllm.entrypoints.openai.api_server", "--model", "model"]
+    assert all(text[a.span[0]:a.span[1]].strip("\"") == a.value for a in launch.argv[1:])
+
+
+@pytest.mark.parametrize("path", VLLM_PATHS)
+def test_a_venvs_vllm_console_script_is_vllms_cli(tmp_path, path):
+    text = python_launcher(path, '"serve", "m", "--port", "8000"')
+    [launch] = found(tmp_path, "launch.py", text)
+    assert launch.program == "vllm serve" and [a.value for a in launch.argv[1:3]] == ["serve", "m"]
+    assert text[launch.argv[0].span[0]:launch.argv[0].span[1]] == path
+
+
+@pytest.mark.parametrize("first, rest, bind", [
+    ('str(Path(venv) / "bin" / "python")', '"-m", "sglang.launch_server"', ""),
+    ('os.path.join(venv, "bin", "python")', '"-m", "mytool", "--engine", "vllm"', ""),
+    ('os.path.join(venv, "bin", "text-generation-launcher")', '"--model-id", "m"', ""),
+    ('venv / "bin" / exe', '"-m", "vllm.entrypoints.openai.api_server"', "    exe = pick()\n"),
+    ('venv / "bin" / "vllm-router"', '"serve", "m"', ""),
+    ('venv / "bin" / "pythonista"', '"-m", "vllm.entrypoints.openai.api_server"', ""),
+    ('tool', '"-m", "vllm.entrypoints.openai.api_server"',
+     '    tool = venv / "bin" / "python"\n    tool = venv / "bin" / "llm-router"\n'),
+])
+def test_a_path_that_names_another_program_is_no_launch(tmp_path, first, rest, bind):
+    assert found(tmp_path, "launch.py", python_launcher(first, rest, bind)) == []

@@ -98,8 +98,9 @@ PLUGIN_IMAGES = {
     "*/vllm-spyre": "vLLM Spyre",
 }
 
-# `${IMAGE:-vllm/vllm-openai:v0.29.0}` / `${IMAGE-...}`: the default is the image when unset.
-_DEFAULTED_RE = lazy_re(r"^\$\{\w+:?-(.*)\}$")
+# `${IMAGE:-vllm/vllm-openai:v0.29.0}` / `${IMAGE-...}`: the default is the image when unset (one
+# variable for the whole reference: `${REGISTRY:-opea}/vllm:${TAG:-latest}` is no image's text).
+_DEFAULTED_RE = lazy_re(r"^\$\{\w+:?-([^{}]*)\}$")
 _REF_RE = lazy_re(
     r"^(?P<path>[a-z0-9][\w.\-/]*?)(?::(?P<tag>[\w][\w.\-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-fA-F]{16,}))?$")
 

@@ -42,7 +42,9 @@ class Detected:
 
 
 TEMPLATE_ACTION_RE = lazy_re(r"\{\{.*?\}\}")     # `vllm/vllm-openai:{{ .Values.tag }}`
-DEFAULT_RE = re.compile(r"^\$\{\w+:?-(.*)\}$")
+# `${IMAGE:-vllm/vllm-openai:v0.8.5}`: the whole reference one variable's default (no brace inside,
+# so `${REGISTRY:-opea}/vllm-rocm:${TAG:-latest}` is two variables, not one from `${` to its last `}`)
+DEFAULT_RE = re.compile(r"^\$\{\w+:?-([^{}]*)\}$")
 
 
 SHELLS = {"sh", "bash", "zsh", "dash", "ash", "ksh"}
@@ -56,6 +58,33 @@ def basename(word: str) -> str:
 # any other variable for an unknown name part (`${REG}/vllm-openai:${TAG}`)
 _VAR_DEFAULT_RE = lazy_re(r"\$\{\w+:?-([^{}$]*)\}")
 _VAR_RE = lazy_re(r"\$(?:\{[^{}]*\}|[A-Za-z_]\w*)")
+UNKNOWN = "\x00"       # a part of an image reference chosen at run time (never in a written one)
+
+
+def image_family(image: str) -> str:
+    """The reference that decides what an image is: `${VAR:-default}` stands for its default
+    (`${REGISTRY:-opea}/vllm-rocm:${TAG:-latest}` -> `opea/vllm-rocm:latest`, innermost first),
+    any other variable and a template action for an unknown part (UNKNOWN); quotes and a
+    transport (`docker://`) dropped. Only the family is decided from it: a tag a default gives
+    is no release of the launch (the launch keeps its image as written, so its tag stays unknown
+    and is never bumped)."""
+    image = strip_transport(TEMPLATE_ACTION_RE().sub(UNKNOWN, image.strip().strip("'\"")))
+    m = DEFAULT_RE.match(image)
+    image = m.group(1) if m else image
+    for _ in range(3):      # innermost defaults first: `${IMAGE:-${REGISTRY:-opea}/vllm:latest}`
+        if "$" not in image:
+            break
+        image = _VAR_DEFAULT_RE().sub(lambda d: d.group(1) or UNKNOWN, image)
+    return _VAR_RE().sub(UNKNOWN, image) if "$" in image else image
+
+
+def repository_unknown(image: str) -> bool:
+    """The image's repository name (its last path part, tag and digest dropped) is chosen at run
+    time (`${IMAGE}`, `${REGISTRY}/${NAME}:${TAG}`, `{{ .Values.image.repository }}:...`); a
+    variable registry, namespace or tag leaves the name to decide (`${REGISTRY:-opea}/tgi:${TAG}`
+    is TGI's)."""
+    name = image_family(image).split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+    return UNKNOWN in name or not name
 
 
 def is_vllm_image(image: str | None) -> bool:
@@ -64,15 +93,10 @@ def is_vllm_image(image: str | None) -> bool:
     for every runner (docker/podman/nerdctl, apptainer, kubectl run, compose, Kubernetes,
     Dockerfiles). Builds like `rocm/vllm-dev` are vLLM but start a shell, so a container of
     theirs given no command is no launch. Template actions and variables count as unknown name
-    parts; `${VAR:-default}` as its default."""
+    parts; `${VAR:-default}` as its default (`image_family`)."""
     if not image:
         return False
-    image = strip_transport(TEMPLATE_ACTION_RE().sub("x", image.strip().strip("'\"")))
-    m = DEFAULT_RE.match(image)
-    image = m.group(1) if m else image
-    if "$" in image:
-        image = _VAR_RE().sub("x", _VAR_DEFAULT_RE().sub(lambda d: d.group(1) or "x", image))
-    return serves_engine_args(image)
+    return serves_engine_args(image_family(image).replace(UNKNOWN, "x"))
 
 
 def serve_kind(options: list[str]) -> str:

@@ -11,9 +11,26 @@ from .detect import detect
 from ..model.launch import AppendSite, Arg, Launch
 from .pysource import Chain, LINE_RE, LIST_MUTATORS, Scope, Seg, _add_operands, _call_args
 
+# the last path part of an interpreter or of vLLM's console script (`.exe`: a Windows venv's)
+PROGRAM_NAME_RE = re.compile(r"^(python(?:\d+(?:\.\d+)*)?|vllm)(?:\.exe)?$")
+# calls whose value is a path ending in their last string argument
+PATH_JOINS = frozenset({"os.path.join", "path.join", "posixpath.join", "osp.join", "Path", "pathlib.Path",
+                        "PurePath", "PurePosixPath", "PosixPath", "pathlib.PurePath", "pathlib.PurePosixPath",
+                        "pathlib.PosixPath"})
+# calls whose value is the path of their argument (`str(venv / "bin" / "python")`)
+PATH_OF = frozenset({"str", "os.fspath", "fspath", "os.path.abspath", "os.path.realpath", "os.path.normpath",
+                     "os.path.expanduser"})
+PATH_METHODS = frozenset({"as_posix", "resolve", "absolute", "expanduser"})
+PATH_CALLS = frozenset({n.rsplit(".", 1)[-1] for n in PATH_JOINS | PATH_OF | PATH_METHODS}
+                       | {"joinpath", "which"})      # the called name's last part: the cheap test first
+
 
 class ArgvLists:
     """argv lists and their build-up (mixed into pythonfile._Parser)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.programs: dict[int, str] = {}      # id(argv item) -> the program its path names
 
     # -- argv lists and their build-up -------------------------------------------------------
     def key_of(self, node) -> str | None:
@@ -50,6 +67,7 @@ class ArgvLists:
             segs: list[Seg] = []
             cur: list = []
             for el in node.elts:
+                self.note_program(el)
                 base = self.find_chain(self.key_of(el.value)) if isinstance(el, ast.Starred) else None
                 if base is not None:
                     segs.append(Seg("list", node, cur, owner))
@@ -70,6 +88,76 @@ class ArgvLists:
             self.inline(base, segs, why)
             return segs, True
         return [Seg("opaque", node, owner=owner)], False
+
+    # -- a program named by a path expression --------------------------------------------------
+    def program_word(self, node, depth: int = 0) -> str | None:
+        """The program a path expression names when its last part is written: a Python
+        interpreter or vLLM's console script (`"python"`, `"python3.11"`, `"vllm"`), as
+        `venv / "bin" / "python"`, `os.path.join(venv, "bin", "python")`, `Path(venv, "bin",
+        "vllm")`, `f"{venv}/bin/python"` (or `+`, `%`, `.format` with the end written),
+        `shutil.which("vllm")`, `str(...)` or `os.fspath(...)` around one, or a name bound to one
+        in this scope (or the module's). None otherwise: a path whose last part is known only at
+        run time names no program."""
+        t = type(node)
+        if depth > 8:
+            return None
+        if t is ast.Constant:
+            return _program_of(node.value) if isinstance(node.value, str) else None
+        if t is ast.JoinedStr:                              # `f"{venv}/bin/python"`: its written end
+            last = node.values[-1] if node.values else None
+            if type(last) is not ast.Constant or ("/" not in last.value and len(node.values) > 1):
+                return None
+            return _program_of(last.value)
+        if t is ast.BinOp:
+            op = type(node.op)
+            if op is ast.Div or op is ast.Add:              # `venv / "bin" / "python"`, `venv + "/bin/vllm"`
+                right = node.right
+                if type(right) is not ast.Constant or not isinstance(right.value, str) or (
+                        op is ast.Add and "/" not in right.value):
+                    return None
+                return _program_of(right.value)
+            left = node.left                                # `"%s/bin/python" % venv`
+            return _program_of(left.value) if op is ast.Mod and type(left) is ast.Constant \
+                and isinstance(left.value, str) and "/" in left.value else None
+        if t is ast.Name or t is ast.Attribute:
+            key = self.key_of(node)
+            return self._in_scope("programs", key) if key is not None else None
+        if t is not ast.Call:
+            return None
+        func = node.func
+        called = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+        if called == "format":                              # `"{}/bin/python".format(venv)`
+            lit = func.value
+            return _program_of(lit.value) if type(lit) is ast.Constant and isinstance(lit.value, str) \
+                and "/" in lit.value else None
+        if called not in PATH_CALLS:
+            return None
+        args = _call_args(node)
+        if not args:                                        # `(venv / "bin" / "python").as_posix()`
+            return self.program_word(func.value, depth + 1) if (
+                isinstance(func, ast.Attribute) and func.attr in PATH_METHODS) else None
+        positional = [a.value for a in args if a.keyword is None and not a.star]
+        if len(positional) != len(args):
+            return None
+        name = self.code(func).replace(" ", "")
+        if name in PATH_OF and len(positional) == 1:        # `str(...)`, `os.fspath(...)`
+            return self.program_word(positional[0], depth + 1)
+        if name in PATH_JOINS or (isinstance(func, ast.Attribute) and func.attr == "joinpath") \
+                or (name in ("shutil.which", "which") and len(positional) == 1):
+            last = positional[-1]                          # the last part: written, or a name bound to it
+            if type(last) in (ast.Constant, ast.Name, ast.Attribute):
+                return self.program_word(last, depth + 1)
+        return None
+
+    def note_program(self, node) -> None:
+        """An argv item that is a path expression naming a program (`program_word`): recorded
+        while the walk is at it, so a name means what it was bound to there."""
+        t = type(node)
+        if t is ast.Constant or t is ast.Starred:
+            return
+        word = self.program_word(node)
+        if word is not None:
+            self.programs[id(node)] = word
 
     def helper_chain(self, node) -> Chain | None:
         """`build_cmd(...)` / `self.build_cmd(...)`: the one argv list a function of this file
@@ -180,6 +268,10 @@ class ArgvLists:
                     chain.unfollowable = chain.unfollowable or f"`{chain.key}` is changed by item assignment"
             return
         self.scope.strings.pop(key, None)
+        self.scope.programs.pop(key, None)
+        word = self.program_word(value)
+        if word is not None:
+            self.scope.programs[key] = word
         if isinstance(value, (ast.Dict, ast.List)) or (isinstance(value, ast.Call) and self.code(value.func) == "dict"):
             self.dicts[key] = value
         else:
@@ -223,8 +315,10 @@ class ArgvLists:
         if method == "extend" and len(args) == 1 and not args[0].keyword:
             self.extend_chain(chain, args[0].value, self.code(node))
         elif method == "append" and len(args) == 1 and not args[0].keyword:
+            self.note_program(args[0].value)
             chain.segs.append(Seg("item", args[0].value, owner=chain.key, splits=self.scope.loops > 0))
         elif method == "insert" and len(args) == 2:
+            self.note_program(args[1].value)
             seg = Seg("item", args[1].value, owner=chain.key, splits=self.scope.loops > 0)
             if self.code(args[0].value) == "0":
                 chain.segs.insert(0, seg)
@@ -248,8 +342,13 @@ class ArgvLists:
             else:
                 argv.append(Arg(self.code(seg.node), self.source, self.span(seg.node), dynamic=True, splits=True))
                 origin.append((seg, 0))
-        words = ["python" if a.dynamic and a.value.replace(" ", "") == "sys.executable" else a.value
-                 for a in argv]
+        # a program known by what its path ends in (`str(venv / "bin" / "python")`): that word
+        # for detection only; the item itself stays as written (argv[0] is never edited)
+        programs = self.programs
+        words = ["python" if a.dynamic and a.value.replace(" ", "") == "sys.executable"
+                 else programs.get(id(seg.elems[i] if seg.kind == "list" else seg.node), a.value)
+                 if a.dynamic else a.value
+                 for a, (seg, i) in zip(argv, origin)]
         det = detect(words)
         if det is None:
             return self.docker_run_list(chain, argv, words)
@@ -312,3 +411,9 @@ class ArgvLists:
             return AppendSite(self.source, e, "," + nl + indent + quote + "{}" + quote)
         return AppendSite(self.source, e, ", " + quote + "{}" + quote)
 
+
+def _program_of(path: str) -> str | None:
+    """`/opt/venv/bin/python3` -> "python3", `bin/vllm` -> "vllm"; None for any other last part."""
+    last = path.rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
+    m = PROGRAM_NAME_RE.match(last)
+    return m.group(1) if m else None

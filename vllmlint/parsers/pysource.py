@@ -253,6 +253,7 @@ class Scope:
     is_class: bool = False
     chains: dict[str, Chain] = field(default_factory=dict)
     strings: dict[str, object] = field(default_factory=dict)
+    programs: dict[str, str] = field(default_factory=dict)   # name -> the program its path names
     loops: int = 0
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import yaml
 
 from . import crds
-from .detect import SHELLS, basename, copied_server, detect, is_vllm_image, serve_kind
+from .detect import (SHELLS, UNKNOWN, basename, copied_server, detect, image_family, is_vllm_image,
+                     repository_unknown, serve_kind)
 from ..knowledge.images import is_vllm_image as is_vllm_build     # any build (rocm/vllm-dev): its release
 from ..knowledge.launchers import other_engine as _engine_of
 from ..model.launch import KUBEAI_VIA, AppendSite, Arg, EnvEntry, Launch, normalize_flag
@@ -201,10 +202,12 @@ def _image_may_be_vllm(image: str | None) -> bool:
     SGLang, TGI) takes flags alike and is never vLLM because of them."""
     if not image:
         return True
-    text = image.strip()
-    if is_vllm_build(text) and not is_vllm_image(text):
+    known = image_family(image).replace(UNKNOWN, "x")      # `${REGISTRY:-rocm}/vllm-dev:...` -> rocm/vllm-dev
+    if is_vllm_build(known) and not is_vllm_image(image):
         return False        # a vLLM build whose entrypoint is a shell (`rocm/vllm-dev`): args are its command
-    return "$" in text or "{{" in text or "vllm" in text.lower()
+    # chosen at run time only when its name is: a variable registry or tag leaves the name to
+    # decide (`${REGISTRY:-opea}/tgi:${TAG}`, `lmsysorg/sglang:${TAG}` are never vLLM's)
+    return repository_unknown(image) or "vllm" in known.lower()
 
 
 def _looks_like_vllm_args(values: list[str]) -> bool:

@@ -18,6 +18,10 @@ from .embedded import scan_shell, split_words     # shell in YAML: read through 
 COMPOSE_DEFAULT_NAMES = frozenset({"compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml"})
 COMPOSE_OVERRIDE_NAMES = frozenset({"compose.override.yaml", "compose.override.yml",
                                     "docker-compose.override.yaml", "docker-compose.override.yml"})
+# the keys of a service that only says how its image is built (OPEA's docker_image_build/build.yaml:
+# `build:` + `image:`, for `docker compose -f build.yaml build`): nothing in it runs the image
+BUILD_ONLY_KEYS = frozenset({"build", "image", "extends", "container_name", "platform", "pull_policy",
+                             "profiles", "labels"})
 
 
 class ComposeServices:
@@ -56,6 +60,8 @@ class ComposeServices:
         env = self.env_entries(service, f"compose service {name} environment")
         entrypoint, command = get(service, "entrypoint"), get(service, "command")
         image = self.plain(get(service, "image"))
+        if get(service, "build") is not None and all(self.plain(k) in BUILD_ONLY_KEYS for k, _ in service.value):
+            return env          # a build target: its image is built, not started with arguments here
         context, group = f"service {name}", f"{self.source.display}#{index}:{name}"
         if entrypoint is not None:
             if isinstance(entrypoint, yaml.ScalarNode) and isinstance(command, yaml.ScalarNode):
