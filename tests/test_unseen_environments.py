@@ -157,3 +157,14 @@ def test_an_engine_calls_defaults_are_named_as_its_keywords(tmp_path):
     assert "set `gpu_memory_utilization=0.9` to keep it" in out
     assert "`--gpu-memory-utilization` is not set" in out           # the CLI launch keeps its flags
     assert "`--model` is not set" not in out and "`model` is not set" not in out
+
+
+@pytest.mark.parametrize("image", ["${REGISTRY:-opea}/vllm-rocm:${TAG:-latest}", "vllm/vllm-openai:${VLLM_TAG}"])
+def test_a_tag_chosen_at_run_time_holds_the_fixes(tmp_path, image):
+    """The OPEA ROCm services a reading of variable images added (opea-project/GenAIExamples):
+    their tag is chosen at run time and no bump reaches it, so their flags are not rewritten."""
+    text = f'services:\n  vllm:\n    image: {image}\n    command: "--model m --disable-log-requests --port 80"\n'
+    root = _tree(tmp_path, {"compose.yaml": text})
+    out = _migrated(root)
+    assert (root / "compose.yaml").read_text() == text, out
+    assert "whose tag is chosen at run time: `migrate` does not bump it" in out

@@ -306,11 +306,16 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
             return (f"it runs {image}, built here ({launch.release_from}): bump that Dockerfile and "
                     f"rebuild the image, `migrate` does neither")
         return f"it runs {image}, which `migrate` does not know as a vLLM release image and does not bump"
+    refs = [n for n in launch.image_refs if n.how != "pin"]
+    if image and "$" in image.rsplit("/", 1)[-1].partition(":")[2] and not refs:
+        # `${REGISTRY:-opea}/vllm-rocm:${TAG:-latest}`, `vllm/vllm-openai:${VLLM_TAG}`: the tag
+        # is chosen at run time and no bump reaches it (found on the OPEA compose services a
+        # reading of such images added: `--disable-log-requests` was removed from them)
+        return f"it runs {image}, whose tag is chosen at run time: `migrate` does not bump it"
     if not image or not (is_vllm_image(image) or id(launch) in kubeai):
         return ""
     if not versioned_by_vllm(image):
         return f"it runs {image}, whose tags are not vLLM's: `migrate` does not bump it"
-    refs = [n for n in launch.image_refs if n.how != "pin"]
     for n in refs:
         bump = _bump(n, target, named_lines)
         if bump is None or bump.edit is not None or n.release is None:
