@@ -57,8 +57,16 @@ import identity  # noqa: E402
 # vLLM's flags runs the vLLM image of the mapping above its own: one corpus values file,
 # benhurjoel's example, gets release 0.19.0, its VL307 findings and its two tags bumped; nothing
 # else differed against a489b8a on fixtures, corpus, redteam, gen, gen2), and 02e05ea (VL307's refused
-# default says "that value"/"that class" instead of repeating it: those messages only): the baseline since.
-BASELINE = "48e36cb"
+# default says "that value"/"that class" instead of repeating it: those messages only), and 48e36cb
+# (the second stop of 2026-12-05), and 7c5d141 (found as a user in the third stop of 2026-12-05,
+# every difference read with full diffs 9504be6 -> 4504a91 -> 5c29722 -> 428b137 -> 7c5d141 on
+# fixtures, corpus, redteam, gen, gen2: VL304 names the release that deprecated; VL303's unknown
+# name drops "vLLM ignores it" and a plugin's image is not judged (25 OPEA Gaudi findings); VL307
+# counts a positional model (gen2 -10, redteam -1); check sends a linked release to a hand bump;
+# VL308 invalid-choice; `--diff` keeps a BOM; OPEA's variable images read (corpus +3, redteam +14
+# launches) and a tag chosen at run time holds migrate's fixes (production-stack's per-model
+# template, a Terraform template, two fixtures)): the baseline since.
+BASELINE = "7c5d141"
 
 
 @pytest.fixture(scope="module")
