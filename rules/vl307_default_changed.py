@@ -161,12 +161,12 @@ def _as_written(token: str, launch) -> str:
     user on eun2ce/sagemaker-vllm-deployment: "set `--ignore-patterns=[]`" on an `LLM(...)` call."""
     if launch.kind != ENGINE:
         return token
-    from vllmlint.parsers.pyengine import flag_keyword
+    from vllmlint.parsers.pyengine import flag_keyword, keyword_of
 
     name, eq, _ = token.partition("=")
     if name.startswith("--no-") and not eq:
-        return f"{name[5:].replace('-', '_')}=False"
-    return flag_keyword(token) if eq else name.lstrip("-").replace("-", "_")
+        return f"{keyword_of(name[5:])}=False"
+    return flag_keyword(token) if eq else keyword_of(name)
 
 
 def _pin_starts(flag: str, was, final_cat, step_cat) -> bool:

@@ -15,6 +15,7 @@ import click
 from . import __version__
 from .lint.checkrun import (UsageError, catalogue_folder as _added_dir, file_notes, show_engine_log,
                             run_check, use_catalogue as _use, values_paths as _values_paths, write_fixes as _write)
+from .lint.checkrun import echo as raw_echo
 from .lint.checkrun import failing_problems as _problems
 from .lint.checkrun import resolve_target as _resolve_target_plain
 from .lint.discovery import discover
@@ -387,10 +388,9 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     changed = outcome.changed()
     if diff:
         for path, (orig, new) in sorted(changed.items(), key=lambda kv: kv[1][0].display):
-            # written as is: click.echo drops escape sequences when stdout is no terminal (a patch
-            # must keep every byte of the lines it shows)
-            sys.stdout.write(unified_diff(orig.display, orig.text, new, orig.bom))
-            sys.stdout.flush()
+            # checkrun's plain echo: click.echo drops escape sequences when stdout is no terminal (a
+            # patch must keep every byte of the lines it shows), as `check --fix --diff` writes it
+            raw_echo(unified_diff(orig.display, orig.text, new, orig.bom), nl=False)
     else:
         errors += _write(outcome)
     verb = "would change" if diff else "changed"

@@ -100,7 +100,7 @@ PLUGIN_IMAGES = {
 
 # `${IMAGE:-vllm/vllm-openai:v0.29.0}` / `${IMAGE-...}`: the default is the image when unset (one
 # variable for the whole reference: `${REGISTRY:-opea}/vllm:${TAG:-latest}` is no image's text).
-_DEFAULTED_RE = lazy_re(r"^\$\{\w+:?-([^{}]*)\}$")
+DEFAULTED_RE = lazy_re(r"^\$\{\w+:?-([^{}]*)\}$")
 _REF_RE = lazy_re(
     r"^(?P<path>[a-z0-9][\w.\-/]*?)(?::(?P<tag>[\w][\w.\-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-fA-F]{16,}))?$")
 
@@ -129,7 +129,7 @@ class ImageRef:
 def unwrap_default(text: str) -> str:
     """The image a compose/shell `${VAR:-default}` falls back to; other text as given."""
     text = text.strip().strip("'\"")
-    m = _DEFAULTED_RE().match(text)
+    m = DEFAULTED_RE().match(text)
     return m.group(1).strip().strip("'\"") if m else text
 
 

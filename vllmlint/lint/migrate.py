@@ -10,6 +10,7 @@ from ..model.record import record
 
 from ..model.launch import KUBEAI_VIA, Edit, Fix, Launch, Named, SourceFile
 from .project import Project
+from .releases import INSTALLING_KINDS
 from .sources import is_test_code
 from ..knowledge.images import parse_tag
 from ..knowledge.versions import fmt, parse_version
@@ -411,16 +412,21 @@ def _hold_unseen_environment(findings: list) -> None:
             break
 
 
+# scripts whose `pip install vllm==X` sets up an environment (not YAML's: those belong to its
+# own services' commands)
+PIN_SCRIPT_KINDS = INSTALLING_KINDS - {"yaml"}
+
+
 def _installed_by_other_scripts(project) -> list[Named]:
     """The `pip install vllm==X` of the scripts in the tree that launch nothing themselves (a
     setup.sh beside the serve script, found as a user on wagerc97/gpt-oss-alignment): an
     environment pin as much as a requirements file's."""
-    from .releases import INSTALLING_KINDS, script_pins
+    from .releases import script_pins
 
     launching = {pf.source.path for pf in project.files if pf.launches}
     out = []
     for source in project.sources:
-        if source.kind in INSTALLING_KINDS and source.kind != "yaml" and source.path not in launching:
+        if source.kind in PIN_SCRIPT_KINDS and source.path not in launching:
             for version, line in script_pins(source.text).items():
                 start = source.line_starts()[line - 1]
                 out.append(Named(source, (start, start), f"vllm=={fmt(version)}", "pin", version))
@@ -435,7 +441,8 @@ def _hold_beside_stray_pins(findings: list, unread: list) -> None:
     --to 0.33.0` rewrote an import for 0.29.0 beside it). Naming a target states what runs only
     where nothing in the tree says otherwise."""
     stray = [n for n in unread if n.how == "pin" and n.release is not None
-             and n.file.kind in ("requirements", "pyproject", "shell", "make", "just") and not commented(n)]
+             and (n.file.kind in ("requirements", "pyproject") or n.file.kind in PIN_SCRIPT_KINDS)
+             and not commented(n)]
     if not stray:
         return
     for f in findings:

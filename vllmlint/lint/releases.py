@@ -154,13 +154,12 @@ def script_pins(text: str, python: bool = False) -> dict:
     if "install" not in text or "vllm" not in text:
         return out
     for m in (_PY_INSTALL_RE() if python else _INSTALL_LINE_RE()).finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
         for version in pinned_versions(m.group(0)):
-            out.setdefault(version, text.count("\n", 0, m.start()) + 1)
-        if not python:
-            for var in _INSTALLED_VAR_RE().finditer(m.group(0)):
-                version = _assigned_release(text, var)
-                if version is not None:
-                    out.setdefault(version, text.count("\n", 0, m.start()) + 1)
+            out.setdefault(version, line)
+        for version in () if python else _variable_releases(text, m.group(0)):
+            if version is not None:
+                out.setdefault(version, line)
     return out
 
 
@@ -185,6 +184,14 @@ def _assigned_release(text: str, var) -> tuple[int, int, int] | None:
     return tuple(int(x) for x in next(iter(found)))
 
 
+def _variable_releases(text: str, install_line: str) -> list:
+    """The release of each `vllm==$VAR` of one install line of `text`: what the script says the
+    variable holds (_assigned_release), None where only the run knows it."""
+    if "$" not in install_line:
+        return []
+    return [_assigned_release(text, var) for var in _INSTALLED_VAR_RE().finditer(install_line)]
+
+
 def installs_at_run_time(text: str) -> int:
     """The line of a `pip install vllm==$VAR` whose release the script does not say (the
     variable comes from outside or takes two values), else 0: the launch's release is a pin
@@ -192,9 +199,8 @@ def installs_at_run_time(text: str) -> int:
     if "install" not in text or "vllm" not in text or "$" not in text:
         return 0
     for m in _INSTALL_LINE_RE().finditer(text):
-        for var in _INSTALLED_VAR_RE().finditer(m.group(0)):
-            if _assigned_release(text, var) is None:
-                return text.count("\n", 0, m.start()) + 1
+        if None in _variable_releases(text, m.group(0)):
+            return text.count("\n", 0, m.start()) + 1
     return 0
 
 

@@ -13,7 +13,7 @@ from ..model.record import record
 from ..model.launch import API_SERVER, OTHER, PROXY, RENDER, SERVE, TOKENS_ONLY, normalize_flag
 from ..model.lazyre import lazy_re
 from ..knowledge.entrypoints import server_module
-from ..knowledge.images import serves_engine_args
+from ..knowledge.images import DEFAULTED_RE, serves_engine_args
 
 # vLLM's reference routers; the multi-turn one is the subject of VL101.
 REFERENCE_PROXIES = {
@@ -42,9 +42,6 @@ class Detected:
 
 
 TEMPLATE_ACTION_RE = lazy_re(r"\{\{.*?\}\}")     # `vllm/vllm-openai:{{ .Values.tag }}`
-# `${IMAGE:-vllm/vllm-openai:v0.8.5}`: the whole reference one variable's default (no brace inside,
-# so `${REGISTRY:-opea}/vllm-rocm:${TAG:-latest}` is two variables, not one from `${` to its last `}`)
-DEFAULT_RE = re.compile(r"^\$\{\w+:?-([^{}]*)\}$")
 
 
 SHELLS = {"sh", "bash", "zsh", "dash", "ash", "ksh"}
@@ -69,7 +66,7 @@ def image_family(image: str) -> str:
     is no release of the launch (the launch keeps its image as written, so its tag stays unknown
     and is never bumped)."""
     image = strip_transport(TEMPLATE_ACTION_RE().sub(UNKNOWN, image.strip().strip("'\"")))
-    m = DEFAULT_RE.match(image)
+    m = DEFAULTED_RE().match(image)        # the whole reference one variable's default
     image = m.group(1) if m else image
     for _ in range(3):      # innermost defaults first: `${IMAGE:-${REGISTRY:-opea}/vllm:latest}`
         if "$" not in image:

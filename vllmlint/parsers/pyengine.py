@@ -52,9 +52,14 @@ class KeywordSite(AppendSite):
         return Edit(self.file, self.offset, self.offset, self.template.format(flag_keyword(token)))
 
 
+def keyword_of(flag: str) -> str:
+    """The engine keyword of a CLI flag: `--gpu-memory-utilization` -> `gpu_memory_utilization`."""
+    return flag.lstrip("-").replace("-", "_")
+
+
 def flag_keyword(token: str) -> str:
     name, eq, value = token.partition("=")
-    key = name.lstrip("-").replace("-", "_")
+    key = keyword_of(name)
     if not eq:
         return f"{key}=True"
     if re.fullmatch(r"-?\d+(?:\.\d+)?", value):
