@@ -71,7 +71,10 @@ class RemovedEnvVar(Rule):
     `RUN`, an entrypoint script, an env-to-flag mapper), nor the settings of a launch that runs
     a plugin's image (`opea/vllm-gaudi`, `vllm/vllm-omni`): a plugin reads `VLLM_*` variables of
     its own that vLLM's table does not list (Gaudi's `VLLM_SKIP_WARMUP`, found as a user on
-    opea-project/GenAIComps, where "remove it" would make every start run the full warm-up).
+    opea-project/GenAIComps, where "remove it" would make every start run the full warm-up;
+    OpenVINO's `VLLM_OPENVINO_DEVICE`). Settings that reach no launch are reported in a file
+    that names a vLLM image and starts it in a way vllmlint does not see, but not in test code
+    (`tests/`, `test_*.py`): there they are data a test hands to the code it tests.
     An unknown `VLLM_*` name set before a command that builds vLLM from its source in the same
     Dockerfile or script (`setup.py bdist_wheel`, `pip install -e .`, `--no-binary vllm`) is not
     reported unless it is close to a real one: vLLM's build (setup.py, CMake) reads variables of
@@ -127,6 +130,7 @@ class RemovedEnvVar(Rule):
         from vllmlint.knowledge.catalogue import for_target, history, versions
         from vllmlint.knowledge.catalogue.argv import is_vllm
         from vllmlint.knowledge.images import plugin_of
+        from vllmlint.model.launch import is_test_code
 
         cat = for_target(self.target)
         if cat is None:
@@ -145,9 +149,9 @@ class RemovedEnvVar(Rule):
                     if all(l.kind == PROXY or plugin_of(l.image) for l in entry.launches):
                         continue        # a plugin's image reads VLLM_* variables of its own (below)
                 else:
-                    if vllm_file is None:
+                    if vllm_file is None:       # (a test's settings are its data: Podwarden/vllm-warden)
                         vllm_file = not any(is_vllm(l) for l in pf.launches) and \
-                            bool(VLLM_IMAGE_TEXT.search(pf.source.text))
+                            bool(VLLM_IMAGE_TEXT.search(pf.source.text)) and not is_test_code(pf.source)
                     if not vllm_file:
                         continue
                 gone = hist.env_removed(name, self.target)

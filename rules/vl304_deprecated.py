@@ -58,7 +58,7 @@ class Deprecated(Rule):
         for launch in project.launches if module_info else ():
             if launch.kind == API_SERVER and module in launch.program and is_vllm(launch):
                 since = _since(self.target, ("module", module), lambda c: module in c.deprecated_modules)
-                yield self.finding(launch.file, launch.span,
+                yield self.finding(*_module_place(launch, module),
                                    f"`python -m {module}` is deprecated since vLLM {since}: use `vllm serve MODEL`",
                                    detail=f"It may be removed in a later release ({module_info['at']}).")
         for launch in launches_naming(project, cat, watched):
@@ -171,3 +171,12 @@ def _said(text: str) -> str:
     if text == "deprecated":
         return "marked deprecated"
     return text if len(text) <= 160 else text[:159].rstrip() + "…"
+
+
+def _module_place(launch, module: str) -> tuple:
+    """Where to report the module: the launch, unless another file writes it (a chart's
+    template, when the launch is placed in the values file its first value comes from)."""
+    for arg in launch.argv[:launch.options_start]:
+        if arg.value == module and arg.file is not None and arg.span and arg.file is not launch.file:
+            return arg.file, arg.span
+    return launch.file, launch.span

@@ -96,6 +96,7 @@ PLUGIN_IMAGES = {
     "ascend/vllm-ascend": "vLLM Ascend",
     "*/vllm-gaudi": "vLLM Gaudi",
     "*/vllm-spyre": "vLLM Spyre",
+    "*/vllm-openvino": "vLLM OpenVINO",     # reads VLLM_OPENVINO_* (upstream vLLM dropped them in 0.8.5)
 }
 
 # `${IMAGE:-vllm/vllm-openai:v0.29.0}` / `${IMAGE-...}`: the default is the image when unset (one

@@ -704,6 +704,9 @@ def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_i
                 and not MARKER_RE.search(mlaunch.argv[i].value) and (span := _item_span(tsrc, a.value)):
             argv.append(Arg(a.value, tsrc, span))      # a flag the template writes: reported there
             literals.append((span, tsrc, a.value))
+        elif tsrc is not None and same and i < launch.options_start and not a.dynamic \
+                and not MARKER_RE.search(mlaunch.argv[i].value) and (span := _item_span(tsrc, a.value)):
+            argv.append(Arg(a.value, tsrc, span))      # a program word the template writes (`-m MODULE`)
         else:
             argv.append(Arg(a.value, None, None, dynamic=a.dynamic))
     launch.argv = argv

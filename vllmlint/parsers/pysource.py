@@ -236,7 +236,10 @@ class Seg:
     splits: bool = False           # item added in a loop: any number of items
 
 
-@record
+# Chain and Scope point at each other (a scope's chains, a chain's scope): compared by identity,
+# as graph nodes are (a generated field-by-field __eq__ recursed without end on two equal chains
+# of a function defined twice)
+@record(eq=False)
 class Chain:
     key: str                       # "" for a list literal / `+` expression used in place
     scope: "Scope"
@@ -246,7 +249,7 @@ class Chain:
     consumed: int = 0
 
 
-@record
+@record(eq=False)
 class Scope:
     name: str                      # qualified function or class name; "" for the module
     parent: "Scope | None"
