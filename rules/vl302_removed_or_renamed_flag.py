@@ -1,3 +1,4 @@
+import functools
 import json
 import re
 
@@ -36,6 +37,18 @@ SHELL_KINDS = {"shell", "dockerfile", "makefile", "justfile"}
 MOVED_INTO_JSON = {"--rope-scaling": ("--hf-overrides", "rope_scaling"),
                    "--rope-theta": ("--hf-overrides", "rope_theta"),
                    "--guided-decoding-backend": ("--structured-outputs-config", "backend")}
+# `--task` (removed in 0.13.0) chose the model runner and, for a pooling task on a generative
+# model, the conversion; what replaces it depends on its value and on the model. vLLM 0.11.0
+# vllm/config/model.py:74-78 (_RUNNER_TASKS) and 455-519 (the deprecation's hints): a generative
+# task is the default ("Please remove this option"); a pooling task is `--convert X` on a model
+# that only generates (`_task_to_convert`: embedding/embed -> embed, classify, reward; score ->
+# classify for a classifier, else embed) and `--runner pooling` on one that also pools; `draft`
+# is `--runner draft`. "Remove it" alone would serve an embedding deployment as a chat model
+# (found as a user on tomasruizt/llm_app). value -> what to write instead (None: remove it).
+TASK_SUCCESSORS = {"auto": None, "generate": None, "transcription": None,
+                   "embed": "--convert embed", "embedding": "--convert embed",
+                   "classify": "--convert classify", "reward": "--convert reward",
+                   "score": "--convert classify", "draft": "--runner draft"}
 # "use --X instead" / "Please use --X" in a removed flag's deprecation text: the flag it names
 _USE_INSTEAD = re.compile(r"\b[Uu]se `?(--[a-z0-9][a-z0-9-]*(?:=[\w.-]*\w)?)")
 
@@ -323,7 +336,9 @@ class RemovedOrRenamedFlag(Rule):
     change that removed it said; no fix either (older values carried options after a colon).
     A removed flag whose deprecation text named another flag (`--cuda-graph-sizes` ->
     `--cudagraph-capture-sizes`, `--worker-use-ray` -> `--distributed-executor-backend=ray`)
-    gets that flag in its message, or "remove it" when the launch already sets it. Any other flag
+    gets that flag in its message, or "remove it" when the launch already sets it. `--task`
+    gets what its value became, as vLLM's deprecation said (`--task embed` on a model that only
+    generates is `--convert embed`; a generative task is the default: remove it). Any other flag
     removed without a successor has no fix: deleting it (and its value) may change what the
     deployment does, so that is left to a human.
     """
@@ -338,6 +353,7 @@ class RemovedOrRenamedFlag(Rule):
     def check(self, project):
         from vllmlint.knowledge.catalogue import for_target, history, normalize
         from vllmlint.knowledge.catalogue.argv import inexact_options
+        from vllmlint.parsers.pyengine import as_written
 
         cat = for_target(self.target)
         hist = history()
@@ -354,9 +370,15 @@ class RemovedOrRenamedFlag(Rule):
                 continue
             wfile, where = opt.place(launch)
             new = self._successor(hist, cat, name, gone, self.target)
-            head = f"`{opt.name}` was removed in vLLM {gone.removed_in}"
-            why = (f"Last in {gone.last}{_deprecated(gone.info.get('dep'))}; vLLM {self.target_str} refuses to "
-                   f"start with it (`unrecognized arguments`).")
+            # an engine call's keyword (`LLM(swap_space=4)`) is named as written, and what refuses
+            # it is the engine arguments' constructor, not argparse (found as a user on
+            # infinityreader/RARE)
+            keyword = bool(getattr(opt.arg, "keyword_style", None))
+            spell = functools.partial(as_written, keyword=keyword)
+            head = f"`{spell(opt.name)}` was removed in vLLM {gone.removed_in}"
+            why = (f"Last in {gone.last}{_deprecated(gone.info.get('dep'))}; vLLM {self.target_str} " + (
+                f"refuses it (TypeError: unexpected keyword argument '{spell(name)}')." if keyword else
+                "refuses to start with it (`unrecognized arguments`)."))
             if opt.match.kind == "prefix":
                 yield self.finding(wfile, where, head +
                                    f": vLLM {self.target_str} reads it as `{opt.match.flag}`, another flag"
@@ -367,7 +389,7 @@ class RemovedOrRenamedFlag(Rule):
             if new:
                 edit = opt.rename(new)
                 yield self.finding(wfile, where,
-                                   head + f": renamed `{new}` in {self._renamed_in(hist, name)}, write that",
+                                   head + f": renamed `{spell(new)}` in {self._renamed_in(hist, name)}, write that",
                                    Fix([edit], f"rename to {new}") if edit else None,
                                    launches=[launch], min_release=self.target, detail=why)
                 continue
@@ -383,7 +405,7 @@ class RemovedOrRenamedFlag(Rule):
                              and hist.flag_removed(normalize(o.name), self.target) is not None], self.target)
                     fix = folds.get(id(launch)) if id(launch) in folds else fold([launch], self.target).get(id(launch))
                 yield self.finding(wfile, where,
-                                   head + f": set \"{SPECULATIVE[name]}\" in --speculative-config instead",
+                                   head + f": set \"{SPECULATIVE[name]}\" in {spell('--speculative-config')} instead",
                                    fix, launches=[launch], min_release=self.target,
                                    detail=why + " Removing it alone would turn speculative decoding off.")
                 continue
@@ -391,19 +413,23 @@ class RemovedOrRenamedFlag(Rule):
             if moved and moved[0] in cat.options:
                 flag, key = moved
                 said = "vLLM's deprecation said" if name.startswith("--rope-") else "vLLM's change (#22772) said"
-                yield self.finding(wfile, where, head + f": set \"{key}\" in {flag} instead",
+                yield self.finding(wfile, where, head + f": set \"{key}\" in {spell(flag)} instead",
                                    detail=why + f" {said} `{opt.name} X` is "
                                                 f"`{flag} '{{\"{key}\": X}}'`; removing it alone would drop that setting.")
                 continue
             takes = gone.info.get("n", 1) != 0 and not opt.inline and opt.value is not None
+            if name == "--task" and "--convert" in cat.options:
+                yield self.finding(wfile, where, head + f": vLLM {self.target_str} will not start; "
+                                   + _task_advice(_removed_value(launch, opt), keyword), detail=why)
+                continue
             instead = _named_instead(gone.info.get("dep"), cat)
             if instead and name not in SAFE_TO_REMOVE:
                 already = launch.has_flag(instead.split("=", 1)[0])
                 yield self.finding(wfile, where,
                                    head + f": vLLM {self.target_str} will not start; " + (
-                                       f"remove it (`{instead.split('=', 1)[0]}`, which its deprecation named "
-                                       f"instead, is set)" if already else
-                                       f"its deprecation said to use `{instead}` instead"), detail=why)
+                                       f"remove it (`{spell(instead.split('=', 1)[0])}`, which its deprecation "
+                                       f"named instead, is set)" if already else
+                                       f"its deprecation said to use `{spell(instead)}` instead"), detail=why)
                 continue
             if name in SAFE_TO_REMOVE and not takes and not opt.inline:
                 edits = remove_args([opt.arg])
@@ -432,6 +458,39 @@ class RemovedOrRenamedFlag(Rule):
         renamed = hist.data["renamed_flags"]
         base = hist.data["flags"].get(name, {}).get("neg_of", name)
         return renamed.get(base, {}).get("in", "?")
+
+
+def _removed_value(launch, opt) -> str | None:
+    """The literal value of a removed flag that takes one (`--task=embed`, `--task embed`): the
+    target does not know the flag, so its reading took no value."""
+    from vllmlint.knowledge.catalogue.argv import flag_value
+
+    if opt.inline:
+        return flag_value(opt)
+    nxt = launch.argv[opt.index + 1] if opt.index + 1 < len(launch.argv) else None
+    return None if nxt is None or nxt.dynamic or nxt.value.startswith("-") else nxt.value
+
+
+def _task_advice(value: str | None, keyword: bool) -> str:
+    """What replaces `--task VALUE` (TASK_SUCCESSORS), as vLLM's deprecation advised, written as
+    the launch writes options (`--convert embed`, or an engine call's `convert='embed'`)."""
+    from vllmlint.parsers.pyengine import as_written
+
+    def opt(flag: str, choice: str) -> str:
+        return as_written(f"{flag}={choice}", True) if keyword else f"{flag} {choice}"
+
+    pooling = opt("--runner", "pooling")
+    if value not in TASK_SUCCESSORS:
+        return (f"for pooling: `{opt('--convert', 'embed')}` (or classify, reward) on a generative model, "
+                f"`{pooling}` on a pooling one; else remove it")
+    instead = TASK_SUCCESSORS[value]
+    if instead is None:
+        return "remove it (a generative task is the default)"
+    flag, _, choice = instead.partition(" ")
+    if flag == "--convert":
+        other = " (`embed` if it is no classifier)" if value == "score" else ""
+        return f"use `{opt(flag, choice)}`{other} on a generative model, `{pooling}` on a pooling one"
+    return f"use `{opt(flag, choice)}`"
 
 
 def _named_instead(text: str | None, cat) -> str | None:

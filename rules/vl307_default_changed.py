@@ -159,14 +159,9 @@ def _as_written(token: str, launch) -> str:
     """A flag or `--flag=value` as the launch writes it: an engine call's keyword
     (`LLM(gpu_memory_utilization=0.9)`, `async_scheduling=False`), else the flag. Found as a
     user on eun2ce/sagemaker-vllm-deployment: "set `--ignore-patterns=[]`" on an `LLM(...)` call."""
-    if launch.kind != ENGINE:
-        return token
-    from vllmlint.parsers.pyengine import flag_keyword, keyword_of
+    from vllmlint.parsers.pyengine import as_written
 
-    name, eq, _ = token.partition("=")
-    if name.startswith("--no-") and not eq:
-        return f"{keyword_of(name[5:])}=False"
-    return flag_keyword(token) if eq else keyword_of(name)
+    return as_written(token, launch.kind == ENGINE)
 
 
 def _pin_starts(flag: str, was, final_cat, step_cat) -> bool:

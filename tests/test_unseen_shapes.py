@@ -43,3 +43,35 @@ def test_a_function_defined_twice_is_read(tmp_path, tail, launches):
     assert result.exit_code == 0, result.output
     assert "could not be read" not in result.output
     assert len(result.output.splitlines()) == launches
+
+
+@pytest.mark.parametrize("written, advice", [
+    ("--task embed", "use `--convert embed` on a generative model, `--runner pooling` on a pooling one"),
+    ("--task=embedding", "use `--convert embed` on a generative model"),
+    ("--task classify", "use `--convert classify` on a generative model"),
+    ("--task reward", "use `--convert reward` on a generative model"),
+    ("--task score", "use `--convert classify` (`embed` if it is no classifier)"),
+    ("--task draft", "use `--runner draft`"),
+    ("--task generate", "remove it (a generative task is the default)"),
+    ("--task auto", "remove it (a generative task is the default)"),
+    ('--task "$TASK"', "for pooling: `--convert embed` (or classify, reward)"),
+])
+def test_a_removed_task_names_what_its_value_became(tmp_path, written, advice):
+    """tomasruizt/llm_app: "remove it" for `--task embed` would serve an embedding deployment
+    with the generate runner (/v1/embeddings gone, no error at startup). vLLM 0.11.0's own
+    deprecation hints (vllm/config/model.py) say what each value became."""
+    _tree(tmp_path, {"serve.sh": f"#!/bin/sh\nvllm serve Qwen/Qwen2.5-0.5B {written} --port 8001\n"})
+    out = _run("check", "--select", "VL302", ".").output
+    assert "`--task` was removed in vLLM 0.13.0" in out and advice in out, out
+
+
+def test_an_engine_keyword_is_named_as_written(tmp_path):
+    """infinityreader/RARE: `LLM(swap_space=16)` was reported as the CLI flag `--swap-space`
+    refused by argparse; the keyword is what the user wrote, and the engine arguments'
+    constructor is what refuses it."""
+    _tree(tmp_path, {"offline.py": "from vllm import LLM\n\nllm = LLM(model='m', swap_space=16, task='embed')\n"})
+    out = _run("check", "--select", "VL302", "--show-details", ".").output
+    assert "`swap_space` was removed in vLLM 0.18.0" in out, out
+    assert "TypeError: unexpected keyword argument 'swap_space'" in out
+    assert "use `convert='embed'` on a generative model, `runner='pooling'` on a pooling one" in out
+    assert "--swap-space" not in out and "unrecognized arguments" not in out

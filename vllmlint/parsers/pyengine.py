@@ -57,6 +57,18 @@ def keyword_of(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
+def as_written(token: str, keyword: bool) -> str:
+    """A flag or `--flag=value` as a launch writes it: when `keyword` (an engine call's keyword, a
+    key of engine arguments), `gpu_memory_utilization=0.9`, `enforce_eager=False` for
+    `--no-enforce-eager`, `swap_space` for `--swap-space`; else the flag as given."""
+    if not keyword:
+        return token
+    name, eq, _ = token.partition("=")
+    if name.startswith("--no-") and not eq:
+        return f"{keyword_of(name[5:])}=False"
+    return flag_keyword(token) if eq else keyword_of(name)
+
+
 def flag_keyword(token: str) -> str:
     name, eq, value = token.partition("=")
     key = keyword_of(name)
