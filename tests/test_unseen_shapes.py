@@ -75,3 +75,43 @@ def test_an_engine_keyword_is_named_as_written(tmp_path):
     assert "TypeError: unexpected keyword argument 'swap_space'" in out
     assert "use `convert='embed'` on a generative model, `runner='pooling'` on a pooling one" in out
     assert "--swap-space" not in out and "unrecognized arguments" not in out
+
+
+CONFIG = "max-model-len: 8192\nswap-space: 4\ndisable-log-requests: true\n"
+
+
+def test_the_options_of_a_config_file_are_the_launchs(tmp_path):
+    """coder-cong/PesticideRecipeGen: `vllm serve --config vllm_config.yaml` held its flags in the
+    file, unseen; vLLM reads them as `--key value` after the subcommand. They are reported where
+    they are written, and never edited there (a key is not a flag)."""
+    root = _tree(tmp_path, {"serve.sh": "#!/bin/bash\nvllm serve Qwen/Qwen2.5-0.5B --config serve.yaml --port 8000\n",
+                            "serve.yaml": CONFIG})
+    out = _run("check", ".").output
+    assert "serve.yaml:2:1: VL302 error: `--swap-space` was removed in vLLM 0.18.0" in out, out
+    assert "serve.yaml:3:1: VL302" in out
+    launch = _run("launches", ".").output
+    assert "vllm serve Qwen/Qwen2.5-0.5B --max-model-len 8192 --swap-space 4 --disable-log-requests --config" in launch
+    _run("check", "--fix", "--unsafe-fixes", ".")
+    assert (root / "serve.yaml").read_text() == CONFIG
+
+
+def test_an_options_file_a_container_reads_is_not_the_trees(tmp_path):
+    """A container's `--config x.yaml` is relative to its image's WORKDIR: the tree's file of that
+    name is not known to be the one it reads."""
+    _tree(tmp_path, {"run.sh": "#!/bin/bash\ndocker run vllm/vllm-openai:v0.30.0 --model m --config serve.yaml\n",
+                     "serve.yaml": CONFIG})
+    assert "VL302" not in _run("check", ".").output
+
+
+def test_a_parse_reused_reads_its_options_file_again(tmp_path):
+    """The editor keeps parses while a file's text is unchanged: a changed options file is read again."""
+    from vllmlint.lint.project import ParseCache, parse_source
+    from vllmlint.lint.sources import read_source
+
+    root = _tree(tmp_path, {"serve.sh": "#!/bin/bash\nvllm serve m --config serve.yaml\n", "serve.yaml": CONFIG})
+    source = read_source(root / "serve.sh", "serve.sh", "shell")
+    cache = ParseCache()
+    cache.put(source, parse_source(source))
+    assert cache.get(source) is not None
+    (root / "serve.yaml").write_text("max-model-len: 4096\n")
+    assert cache.get(source) is None

@@ -10,7 +10,7 @@ from ..model.record import field, record
 from pathlib import Path
 
 from .discovery import Candidate
-from ..model.launch import Edit, Finding, ParseError, SourceFile, apply_edits
+from ..model.launch import OPTIONS_FILE_KIND, Edit, Finding, ParseError, SourceFile, apply_edits
 from .project import ParseCache, Problem, Project, load, parse_source
 from .registry import Rule
 
@@ -216,6 +216,11 @@ def run_rules(project: Project, rules: list[Rule], unsafe: bool = False) -> tupl
             setattr(f, attr, safe)
     seen, unique = set(), []
     for f in sorted(findings, key=Finding.sort_key):
+        if f.fix is not None and any(e.file.kind == OPTIONS_FILE_KIND for e in f.fix.edits):
+            # an option read from a launch's `--config` file (parsers.options_file): that file is
+            # read for the launch, and a fix there is for a human (keys, not flags, are written)
+            f.fix, f.fixable = None, False
+            f.message += " (no automatic fix in a `--config` file)"
         if f.fix is not None and f.fix.applicability == "unsafe" and not unsafe:
             f.fix, f.fixable, f.withheld = None, False, "unsafe"     # not fixable unless --unsafe-fixes
         key = (f.code, f.file.display, f.span, f.message)

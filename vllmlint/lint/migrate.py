@@ -120,7 +120,10 @@ def unread_config_file(launch) -> str:
     """The file a launch's `--config` names (vLLM reads its keys as more options), else "".
     vllmlint does not read that file: the options in it are unknown, so a bump of the launch's
     release could break it unseen (found as a user: compose files whose only flag is
-    `--config /app/config.yaml`, a volume of the repository's config.yaml)."""
+    `--config /app/config.yaml`, a volume of the repository's config.yaml). A file vllmlint did
+    read (parsers.options_file) is no such file: its options are the launch's own."""
+    if launch.options_from:
+        return ""
     words = [a.value for a in launch.argv]
     for i, word in enumerate(words):
         if word == "--config":

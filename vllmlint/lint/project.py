@@ -112,7 +112,11 @@ def parse_source(source: SourceFile) -> ParsedFile | None:
         return ParsedFile(source)          # no way of starting vLLM shows, nor a P/D proxy app: nothing to parse
     if source.kind in ("shell", "python") and engine_of(source.path.name):
         return read_template(source, source.kind)    # a Terraform or Jinja template of a script
-    return parse(source)
+    parsed = parse(source)
+    if parsed is not None and parsed.launches and "--config" in source.text:
+        from ..parsers.options_file import read_options_files
+        read_options_files(parsed)           # `vllm serve --config FILE`: the file's options too
+    return parsed
 
 
 # Called once per file read (`migrate` shows progress with it on long runs); None: silent.
@@ -140,7 +144,7 @@ class ParseCache:
 
     def get(self, source: SourceFile) -> ParsedFile | None:
         hit = self._by_path.get(source.path)
-        if hit is None or hit[0] != source.text:
+        if hit is None or hit[0] != source.text or not all(_unchanged(p, t) for p, t in hit[1].read_files):
             return None
         _, parsed, envs, reaches = hit
         for launch, env in zip(parsed.launches, envs):
@@ -153,6 +157,14 @@ class ParseCache:
         self._by_path[source.path] = (source.text, parsed,
                                       [list(l.env) for l in parsed.launches],
                                       [list(e.launches) for e in parsed.env])
+
+
+def _unchanged(path: Path, text: str) -> bool:
+    """Does the file hold `text` still (an options file a parse read: an editor may change it)?"""
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeError):
+        return False
 
 
 # Trees with at least this many files to parse are parsed in worker processes (one per core,

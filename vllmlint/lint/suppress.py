@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..model.record import field, record
 
-from ..model.launch import Finding, SourceFile
+from ..model.launch import OPTIONS_FILE_KIND, Finding, SourceFile
 from ..model.lazyre import lazy_re
 
 DIRECTIVE_RE = lazy_re(
@@ -60,13 +60,18 @@ def apply(findings: list[Finding], dirs: list[Directive], ranges, per_file) -> t
     """Split findings into kept and suppressed. `ranges`: (file, start, end, codes, reason) from
     Kubernetes annotations; `per_file(finding) -> codes` from the config."""
     by_file: dict[int, list[Directive]] = {}
+    by_path: dict = {}
     for d in dirs:
         by_file.setdefault(id(d.file), []).append(d)
+        by_path.setdefault(d.file.path, []).append(d)
     kept, gone = [], []
     for f in findings:
         line = f.line_col[0]
         hit = None
-        for d in by_file.get(id(f.file), []):
+        # an options file (`--config FILE`, parsers.options_file) is read again for its launch:
+        # the comments that count are those of the tree's own reading of that file
+        mine = by_file.get(id(f.file)) or (by_path.get(f.file.path, []) if f.file.kind == OPTIONS_FILE_KIND else [])
+        for d in mine:
             if (d.applies_to is None or d.applies_to == line) and _matches(f.code, d.codes):
                 d.used.add(f.code)
                 hit = Suppressed(f, d.reason, "comment")

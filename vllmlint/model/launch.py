@@ -46,6 +46,10 @@ class SourceFile:
         return self.text[start:end if end >= 0 else len(self.text)].rstrip("\r")
 
 
+# the kind of a file read only for a launch's options (`vllm serve --config FILE`,
+# parsers.options_file): its options are reported where they are written, never edited there
+OPTIONS_FILE_KIND = "vllm-options"
+
 _TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 
 
@@ -415,6 +419,9 @@ class Launch:
     # default (`docker-compose.yml`, `compose.yaml`): the override file beside it is merged into
     # it (lint.project.link); "" elsewhere
     compose_service: str = ""
+    # the file vLLM reads more options from (`--config FILE`), as displayed, when its options were
+    # read into argv (parsers.options_file); "" when there is none or it was not read
+    options_from: str = ""
 
     @property
     def port(self) -> int | None:
@@ -559,6 +566,9 @@ class ParsedFile:
     # a compose override file (`docker-compose.override.yml`): what it sets per service, merged
     # into the service of the compose file beside it (lint.project.link)
     compose_overrides: dict[str, "ComposeOverride"] = field(default_factory=dict)
+    # (path, text) of each other file a launch's options were read from (`--config FILE`,
+    # parsers.options_file): a parse reused while its own text is unchanged must check these too
+    read_files: list[tuple[Path, str]] = field(default_factory=list)
 
 
 @record
