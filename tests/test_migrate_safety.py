@@ -272,13 +272,18 @@ spec:
 """
 
 
-def test_fix_held_on_an_image_migrate_does_not_bump(tmp_path, monkeypatch):
-    (tmp_path / "runtime.yaml").write_text(OPENVINO_RUNTIME)
+@pytest.mark.parametrize("image", ["quay.io/someone/vllm-custom:latest", "quay.io/someone/vllm-openvino:latest"])
+def test_fix_held_on_an_image_migrate_does_not_bump(tmp_path, monkeypatch, image):
+    """A build `migrate` neither knows nor bumps keeps its config; an OpenVINO build (a plugin's
+    image since 2026-12-05) reads VLLM_OPENVINO_DEVICE itself: not even reported."""
+    text = OPENVINO_RUNTIME.replace("quay.io/someone/vllm-openvino:latest", image)
+    (tmp_path / "runtime.yaml").write_text(text)
     monkeypatch.chdir(tmp_path)
     result = _migrate(tmp_path)
-    assert (tmp_path / "runtime.yaml").read_text() == OPENVINO_RUNTIME
-    assert ("not fixed by the migration: it runs quay.io/someone/vllm-openvino:latest, which `migrate` does not "
-            "know as a vLLM release image and does not bump") in result.output
+    assert (tmp_path / "runtime.yaml").read_text() == text
+    held = (f"not fixed by the migration: it runs {image}, which `migrate` does not know as a vLLM release image "
+            f"and does not bump")
+    assert (held in result.output) == ("openvino" not in image), result.output
 
 
 def test_pin_bump_moves_a_launch_on_a_python_base_image(tmp_path, monkeypatch):

@@ -115,3 +115,38 @@ def test_a_parse_reused_reads_its_options_file_again(tmp_path):
     assert cache.get(source) is not None
     (root / "serve.yaml").write_text("max-model-len: 4096\n")
     assert cache.get(source) is None
+
+
+PD = """apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.0
+          command: ["vllm", "serve", "m", "--port", "{port}"{extra}, "--kv-transfer-config",
+                    '{{"kv_connector":"NixlConnector","kv_role":"{role}"}}']
+          env:
+            - name: VLLM_USE_V1
+              value: "1"
+"""
+
+
+@pytest.mark.parametrize("broken", ["prefill", "decode", None])
+def test_a_tag_stays_while_an_error_is_left_for_a_human(tmp_path, broken):
+    """A bump past an error `migrate` leaves ("vLLM 0.33.0 will not start") merges a deployment
+    that breaks: the tag stays, the fixes of the launches it runs wait with it, and the two sides
+    of a P/D pair move together (llm-d/llm-d-kv-cache-manager's refused value, and the redteam's
+    `--swap-space` in Helm templates, were bumped past before)."""
+    files = {f"{n}.yaml": PD.format(name=n, port=p, role=r, extra=', "--swap-space", "4"' if n == broken else "")
+             for n, p, r in (("prefill", 8000, "kv_producer"), ("decode", 8001, "kv_consumer"))}
+    root = _tree(tmp_path, files)
+    out = _run("migrate", "--to", "0.33.0", ".").output
+    if broken is None:
+        assert all("v0.33.0" in (root / n).read_text() for n in files), out
+        assert all("VLLM_USE_V1" not in (root / n).read_text() for n in files)
+        return
+    assert {n: (root / n).read_text() for n in files} == files, out
+    assert out.count(f"kept: {broken}.yaml:10 (VL302) is left for a human") == 2, out

@@ -301,7 +301,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     """
     if verbose:
         show_engine_log()
-    from .lint.migrate import (detect_version, find_bumps, left_behind, on_disk_lines, run_chain, step_key,
+    from .lint.migrate import (detect_version, find_bumps, left_behind, migrate_chain, on_disk_lines, step_key,
                                steps_between, unread_names)
     from .lint.project import load
     from .lint.report import grouped_lines, plural, text_line, unified_diff
@@ -345,10 +345,9 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     if incremental():
         reading.enter_context(keep_repos())
         click.get_current_context().call_on_close(reading.close)     # also when the chain raises
-    bumps_seen = []
 
-    def post_edits(project):
-        bumps = find_bumps(project, to_version)
+    def bumps_for(project, held):
+        bumps = find_bumps(project, to_version, held)
         from .lint.requirements import with_environments
 
         # a vLLM pin moves with the pins its release needs, or not at all (a blocker)
@@ -360,8 +359,7 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
                 if b.edit is not None:
                     b.edit, b.why_not = None, (f"the target is the added release {added.name}: set the image "
                                                f"or pin that ships it by hand")
-        bumps_seen.extend(bumps)
-        return [b.edit for b in bumps if b.edit]
+        return bumps
 
     from .lint.migrate import SILENT, silent_changes
 
@@ -373,8 +371,8 @@ def migrate(paths, to_version, from_version, diff, report_file, keep_defaults, r
     # launches whose environment keeps its vLLM pin (a blocker) keep their config too
     hold = blocked_launches(start, to_version) if added is None else None
     with _progress(len(candidates) * max(len(steps), 1)):
-        chain = run_chain(candidates, steps, post_edits, options={"keep_defaults": keep_defaults},
-                          helm_values=helm_values, cache=cache, hold=hold)
+        chain, bumps_seen = migrate_chain(candidates, steps, bumps_for, options={"keep_defaults": keep_defaults},
+                                          helm_values=helm_values, cache=cache, hold=hold, start=start)
     reading.close()
     outcome = chain.outcome
     for line in file_notes(outcome.project, False):      # a chart that was not rendered
@@ -505,12 +503,12 @@ def _rehearse(path, from_version, origin, to_version, steps, timeout) -> None:
     from pathlib import Path
 
     from .knowledge.versions import fmt
-    from .lint.migrate import find_bumps, run_chain
+    from .lint.migrate import find_bumps, migrate_chain
     from .verify.rehearse import rehearse_migration
 
     def migrate_copy(root: Path) -> list[str]:
         cands, _ = discover([str(root)])
-        chain = run_chain(cands, steps, lambda project: [b.edit for b in find_bumps(project, to_version) if b.edit])
+        chain, _bumps = migrate_chain(cands, steps, lambda project, held: find_bumps(project, to_version, held))
         errors = _write(chain.outcome)
         if errors:
             raise click.ClickException("migrating the copy: " + "; ".join(errors))

@@ -51,12 +51,18 @@ def _sibling_release(named, named_lines: set) -> str:
     return ""
 
 
-def _bump(named, target: tuple[int, int, int], named_lines: set = frozenset()) -> Bump | None:
-    """The bump of one place a launch runs, or None when it already names `target` or newer."""
+def _bump(named, target: tuple[int, int, int], named_lines: set = frozenset(), held=None) -> Bump | None:
+    """The bump of one place a launch runs, or None when it already names `target` or newer.
+    `held`: ref_key -> the error that keeps it (held_refs)."""
     source = named.file
     line = named.line
     if named.release is not None and named.release >= target:
         return None
+    error = held.get(ref_key(named)) if held else None
+    if error:
+        return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
+                    f"kept: {error} is left for a human and breaks a launch it runs on vLLM {fmt(target)}; "
+                    f"fix that, then run `migrate` again", named)
     sibling = _sibling_release(named, named_lines) if named.how != "pin" else ""
     if sibling:
         return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
@@ -133,12 +139,70 @@ def unread_config_file(launch) -> str:
     return ""
 
 
-def find_bumps(project: Project, target: tuple[int, int, int]) -> list[Bump]:
+def find_bumps(project: Project, target: tuple[int, int, int], held=None) -> list[Bump]:
     """The bumps of the image references and pins the launches run (lint.trace): a tag or pin
-    that no launch runs is never edited (`unread_names` lists those for a human)."""
+    that no launch runs is never edited (`unread_names` lists those for a human), nor one that
+    `held` holds (held_refs)."""
     reached, unread = trace(project)
     lines = {(n.file.path, n.line) for n in reached + unread}
-    return [b for b in (_bump(n, target, lines) for n in reached) if b is not None]
+    return [b for b in (_bump(n, target, lines, held) for n in reached) if b is not None]
+
+
+# error findings about the target release, left for a human: with one, the launch it concerns
+# breaks on the target (it does not start, an import fails, an endpoint it serves is gone).
+# VL101/VL102 are P/D design traps true on every release: a bump changes nothing about them.
+RELEASE_NEUTRAL_ERRORS = ("VL101", "VL102")
+
+
+def held_refs(project: Project, findings: list, target: tuple[int, int, int]) -> dict:
+    """ref_key -> the finding (`file:line (CODE)`), for each tag or pin a launch runs that keeps an error on `target` no fix
+    of the chain resolved: bumping it would merge a deployment that breaks, so it stays, and the
+    launches it runs keep their config (stays_behind), until a human fixes the error. Found by
+    reading what `migrate` wrote: a tag moved past `--swap-space` in a Helm template, past a
+    flag value the target refuses (VL308), while the finding said "will not start"."""
+    errors = [f for f in findings if f.severity == "error" and f.code.startswith("VL")
+              and f.code not in RELEASE_NEUTRAL_ERRORS]
+    if not errors:
+        return {}
+    trace(project)                      # each launch's image_refs and pins, in this project's texts
+    spans: dict[int, list] = {}         # id(file) -> (start, end, launch) of each part of a launch
+    for launch in project.launches:
+        for part in (launch, *launch.argv, *launch.env):
+            if part.file is not None and part.span is not None:
+                spans.setdefault(id(part.file), []).append((part.span[0], part.span[1], launch))
+    held: dict = {}
+    for f in errors:
+        at = f.span[0]
+        hit = [l for s, e, l in spans.get(id(f.file), ()) if s <= at <= e]
+        if not hit and f.code == "VL306":     # an import that fails stops every launch of its file
+            hit = [l for l in project.launches if l.file is f.file]
+        for launch in hit:
+            for named in (*launch.image_refs, *launch.pins):
+                held.setdefault(ref_key(named), f"{f.file.display}:{f.line_col[0]} ({f.code})")
+    if held:
+        # the two sides of a P/D pair move together: a prefill on the target sending its KV to a
+        # decode left on the old release is a pair of releases nobody tested
+        from .graph import graph_of
+
+        for producers, consumers in graph_of(project).pd_pairs():
+            pair = producers + consumers
+            error = next((held[ref_key(n)] for l in pair for n in (*l.image_refs, *l.pins) if ref_key(n) in held), None)
+            for launch in pair if error else ():
+                for named in (*launch.image_refs, *launch.pins):
+                    held.setdefault(ref_key(named), error)
+    return held
+
+
+def ref_key(named) -> tuple:
+    """A place a release is written, the same before and after its bump and the fixes around it:
+    file, kind, the text with the release left out (`vllm/vllm-openai:#`, `vllm==#`), and how
+    many times the text before its release is written above it (two services of one image)."""
+    subject = _RELEASE_IN_TEXT.sub("#", named.text)
+    head = subject.split("#", 1)[0]
+    return named.file.path, named.how, subject, named.file.text.count(head, 0, named.span[0]) if head else 0
+
+
+_RELEASE_IN_TEXT = re.compile(r"v?\d+\.\d+(?:\.\d+)?[\w.+\-]*")
 
 
 def left_behind(project: Project, target: tuple[int, int, int], bumps: list[Bump]) -> list[Bump]:
@@ -273,10 +337,12 @@ def unread_title(unread: list) -> str:
     return "vLLM pins" if pins == len(unread) else "vLLM images and pins" if pins else "vLLM images"
 
 
-def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines: set = frozenset()) -> str:
+def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines: set = frozenset(),
+                 held=None) -> str:
     """Why the migration does not move `launch` to `target` (its image is not one `migrate`
     bumps: a fork or vendor build versioned by its own tags, a variant or digest left for a
-    human, a tag a comment pins, an image set where no bump reaches), else ""."""
+    human, a tag a comment pins, an image set where no bump reaches, a tag or pin held while an
+    error is left for a human: held_refs), else ""."""
     from ..knowledge.images import is_vllm_image, parse_image
     from .releases import release_from_image, unbumped_pin
     from .trace import versioned_by_vllm
@@ -287,6 +353,9 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
         # found as a user on mateusz-kolodziejczyk/vllm-huggingface: the flags of a script a
         # Dockerfile copies were fixed for the target while that Dockerfile's FROM stayed
         return f"its release is the {launch.release_from}, which `migrate` does not bump for it"
+    for named in (*launch.image_refs, *launch.pins) if held else ():
+        if ref_key(named) in held:
+            return f"its release stays while {held[ref_key(named)]} is left for a human"
     if unbumped_pin(launch):
         if launch.release_pin == "pyproject":
             return (f"its release is the {launch.release_from}, which `migrate` does not bump (a lock file "
@@ -334,11 +403,12 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
     return f"it runs {image}, set where `migrate` finds no tag to bump"
 
 
-def hold_back(target: tuple[int, int, int], hold=None):
+def hold_back(target: tuple[int, int, int], hold=None, kept=None):
     """migrate's gate: a fix that needs a release (`min_release`) is held on a launch the
     migration does not move to `target` (stays_behind): it would change what that launch's
     release does today. `hold(launch) -> reason` names launches whose environment's upgrade is
-    blocked (requirements.blocked_launches): their fixes wait too."""
+    blocked (requirements.blocked_launches): their fixes wait too; `kept`, the tags and pins
+    kept while an error is left for a human (held_refs)."""
     def gate(project, findings) -> None:
         from .engine import hold_fixes
         from .releases import unbumped_pin
@@ -365,7 +435,7 @@ def hold_back(target: tuple[int, int, int], hold=None):
                 continue            # held already, beside a stray pin
             for launch in f.fix.launches:
                 if id(launch) not in why:
-                    why[id(launch)] = stays_behind(launch, target, kubeai, lines)
+                    why[id(launch)] = stays_behind(launch, target, kubeai, lines, kept)
                 if why[id(launch)]:
                     _withhold(f, why[id(launch)], "; upgrade it by hand, then run `vllmlint check --fix`.")
                     break
@@ -567,10 +637,11 @@ def incremental() -> bool:
 
 
 def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, options: dict | None = None,
-              helm_values: dict | None = None, cache=None, hold=None) -> Chain:
+              helm_values: dict | None = None, cache=None, hold=None, held=None) -> Chain:
     """Apply each step's safe fixes in order; `post_edits` (the tag/pin bumps) runs in the last.
     `options`: rule options (`keep_defaults`: VL307 pins today's defaults). `hold(launch) ->
-    reason`: launches whose fixes wait (requirements.blocked_launches: a blocked environment)."""
+    reason`: launches whose fixes wait (requirements.blocked_launches: a blocked environment);
+    `held`: the tags and pins that stay (held_refs), whose launches' fixes wait too."""
     from .project import ParseCache
 
     cache = cache if cache is not None else ParseCache()   # a step re-parses only what the one before changed
@@ -599,13 +670,59 @@ def run_chain(candidates, steps: list[tuple[int, int, int]], post_edits=None, op
         gc.freeze()
     try:
         with keep_repos() if incremental() else nullcontext():
-            return _steps(candidates, steps, post_edits, options, helm_values, cache, hold, collecting)
+            return _steps(candidates, steps, post_edits, options, helm_values, cache, hold, held, collecting)
     finally:
         if collecting:
             gc.unfreeze()
 
 
-def _steps(candidates, steps, post_edits, options, helm_values, cache, hold, collecting: bool = False) -> Chain:
+def migrate_chain(candidates, steps: list[tuple[int, int, int]], bumps_for, options: dict | None = None,
+                  helm_values: dict | None = None, cache=None, hold=None, start: Project | None = None
+                  ) -> tuple[Chain, list[Bump]]:
+    """run_chain with the tag and pin bumps `bumps_for(project, held) -> [Bump]` gives in its last
+    step, and the bumps it made or left. A tag or pin that runs a launch with an error no fix
+    resolves stays, and that launch keeps its config (held_refs): a migration never writes a
+    release its own findings say the deployment breaks on. Which errors no fix resolves is read
+    first off the target's check of the tree as it is (`start`, read here when not given); a
+    chain that leaves one more on a launch it bumped runs again with that one held too."""
+    seen: list[Bump] = []
+    held: dict = {}
+
+    def post_edits(project) -> list[Edit]:
+        bumps = bumps_for(project, held)
+        seen.extend(bumps)
+        return [b.edit for b in bumps if b.edit]
+
+    if steps:
+        if start is None:
+            from .project import load
+            start = load(candidates, cache=cache, helm_values=helm_values)
+        held.update(_unfixed_on(start, steps[-1], options))
+    chain = run_chain(candidates, steps, post_edits, options, helm_values, cache, hold, held or None)
+    if steps and any(b.edit for b in seen):
+        more = held_refs(chain.outcome.project, chain.outcome.findings, steps[-1])
+        if any(b.named is not None and ref_key(b.named) in more and ref_key(b.named) not in held
+               for b in seen if b.edit):
+            held.update((k, v) for k, v in more.items() if k not in held)
+            seen.clear()
+            chain = run_chain(candidates, steps, post_edits, options, helm_values, cache, hold, held)
+    return chain, seen
+
+
+def _unfixed_on(project: Project, target: tuple[int, int, int], options: dict | None) -> dict:
+    """held_refs of the errors the target's rules find on `project` with no fix: the fixes as
+    the rules make them, no release gate (a fix left to `migrate` is one it makes)."""
+    from .engine import analyse
+    from .registry import selected_rules
+
+    rules = [r for r in selected_rules(target, options={**(options or {}), "target_explicit": True,
+                                                         "no_unsafe_fixes": True}) if r.code != SILENT]
+    findings, _suppressed, _problems = analyse(project, rules)
+    return held_refs(project, [f for f in findings if f.fix is None], target)
+
+
+def _steps(candidates, steps, post_edits, options, helm_values, cache, hold, held=None,
+           collecting: bool = False) -> Chain:
     from .engine import Outcome, check_and_fix
     from .registry import selected_rules
 
@@ -630,7 +747,7 @@ def _steps(candidates, steps, post_edits, options, helm_values, cache, hold, col
         # tree is not re-read, and the launch graph and secret values are not derived again
         with _StartFrom(texts):
             outcome = check_and_fix(candidates, rules, fix=True, post_edits=post_edits if last else None,
-                                    cache=cache, gate=hold_back(steps[-1], hold), helm_values=helm_values,
+                                    cache=cache, gate=hold_back(steps[-1], hold, held), helm_values=helm_values,
                                     start=outcome.project if outcome is not None else None, keep_derived=True)
         changed = outcome.changed()
         for path, (orig, new) in changed.items():
