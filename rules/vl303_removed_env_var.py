@@ -93,7 +93,9 @@ class RemovedEnvVar(Rule):
     anything but 1 (Model Runner V1 is gone). Those are errors, with what replaced them, from
     the catalogue's researched notes (`vllmlint/knowledge/catalogue/notes.json`, with evidence);
     `VLLM_MARLIN_INPUT_DTYPE` (now `--quantization humming` with
-    `VLLM_HUMMING_INPUT_QUANT_CONFIG`) is left to a human.
+    `VLLM_HUMMING_INPUT_QUANT_CONFIG`) is left to a human. `VLLM_USE_V1=0` chose the V0 engine,
+    gone since 0.11.0: the launch runs V1 whatever it says, and what needed V0 is for a human to
+    check (no fix: removing the line would drop that signal).
 
     ## Example
     ```yaml
@@ -214,6 +216,13 @@ class RemovedEnvVar(Rule):
                                     + _nowhere(entry))
         if use and use.startswith("VLLM_") and cat.reads_env(use):
             return self._rename(entry, head, use, serves)
+        if name == "VLLM_USE_V1" and (entry.value or "").strip().strip("'\"") == "0":
+            # found as a user on mobiusml/aana_sdk: `os.environ["VLLM_USE_V1"] = "0"` in the branch
+            # of a model that needed V0; removing it silently drops what a human must check
+            self._detail += (" From 0.11.0 the engine is V1's (vllm/engine/llm_engine.py:4-6 of 0.11.0: "
+                             "`LLMEngine = V1LLMEngine`); a launch that chose V0 runs V1.")
+            return self._f(entry.file, entry.span, f"{name}=0 asked for the V0 engine, gone since vLLM 0.11.0: "
+                           f"it runs V1 whatever this says; check that what needed V0 works, then remove it")
         if not serves:
             return self._f(entry.file, entry.span, head + ": remove it" + _nowhere(entry))
         if entry.removal is None:

@@ -150,3 +150,15 @@ def test_a_tag_stays_while_an_error_is_left_for_a_human(tmp_path, broken):
         return
     assert {n: (root / n).read_text() for n in files} == files, out
     assert out.count(f"kept: {broken}.yaml:10 (VL302) is left for a human") == 2, out
+
+
+@pytest.mark.parametrize("value, kept", [("0", True), ("1", False)])
+def test_a_launch_that_chose_v0_keeps_the_sign(tmp_path, value, kept):
+    """mobiusml/aana_sdk: `VLLM_USE_V1=0` set in the branch of a model that needed the V0 engine
+    was removed as "nothing replaces it"; the engine it chose is gone since 0.11.0, which is for a
+    human to weigh, so the line stays and the finding says so."""
+    text = f"FROM vllm/vllm-openai:v0.10.1\nENV VLLM_USE_V1={value}\nCMD [\"vllm\", \"serve\", \"m\"]\n"
+    root = _tree(tmp_path, {"Dockerfile": text})
+    out = _run("migrate", "--to", "0.33.0", ".").output
+    assert ("VLLM_USE_V1=0 asked for the V0 engine, gone since vLLM 0.11.0" in out) == kept, out
+    assert ("ENV VLLM_USE_V1" in (root / "Dockerfile").read_text()) == kept
