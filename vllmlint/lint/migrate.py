@@ -53,16 +53,21 @@ def _sibling_release(named, named_lines: set) -> str:
 
 def _bump(named, target: tuple[int, int, int], named_lines: set = frozenset(), held=None) -> Bump | None:
     """The bump of one place a launch runs, or None when it already names `target` or newer.
-    `held`: ref_key -> the error that keeps it (held_refs)."""
+    `held`: ref_key -> the error that keeps it (held_refs); a place left for a human already
+    keeps its own reason."""
+    bump = _plain_bump(named, target, named_lines)
+    error = held.get(ref_key(named)) if held and bump is not None and bump.edit is not None else None
+    if error:
+        bump.edit, bump.why_not = None, (f"kept: {error} is left for a human and breaks a launch it runs on vLLM "
+                                         f"{fmt(target)}; fix that, then run `migrate` again")
+    return bump
+
+
+def _plain_bump(named, target: tuple[int, int, int], named_lines: set) -> Bump | None:
     source = named.file
     line = named.line
     if named.release is not None and named.release >= target:
         return None
-    error = held.get(ref_key(named)) if held else None
-    if error:
-        return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
-                    f"kept: {error} is left for a human and breaks a launch it runs on vLLM {fmt(target)}; "
-                    f"fix that, then run `migrate` again", named)
     sibling = _sibling_release(named, named_lines) if named.how != "pin" else ""
     if sibling:
         return Bump(source, line, named.text, fmt(target), "pin" if named.how == "pin" else "image tag", None,
@@ -178,7 +183,8 @@ def held_refs(project: Project, findings: list, target: tuple[int, int, int]) ->
             hit = [l for l in project.launches if l.file is f.file]
         for launch in hit:
             for named in (*launch.image_refs, *launch.pins):
-                held.setdefault(ref_key(named), f"{f.file.display}:{f.line_col[0]} ({f.code})")
+                if named.release is not None:     # (a moving tag is never bumped: nothing to keep)
+                    held.setdefault(ref_key(named), f"{f.file.display}:{f.line_col[0]} ({f.code})")
     if held:
         # the two sides of a P/D pair move together: a prefill on the target sending its KV to a
         # decode left on the old release is a pair of releases nobody tested
@@ -189,7 +195,8 @@ def held_refs(project: Project, findings: list, target: tuple[int, int, int]) ->
             error = next((held[ref_key(n)] for l in pair for n in (*l.image_refs, *l.pins) if ref_key(n) in held), None)
             for launch in pair if error else ():
                 for named in (*launch.image_refs, *launch.pins):
-                    held.setdefault(ref_key(named), error)
+                    if named.release is not None:
+                        held.setdefault(ref_key(named), error)
     return held
 
 
