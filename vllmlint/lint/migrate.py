@@ -160,9 +160,9 @@ RELEASE_NEUTRAL_ERRORS = ("VL101", "VL102")
 
 
 def held_refs(project: Project, findings: list, target: tuple[int, int, int]) -> dict:
-    """ref_key -> the finding (`file:line (CODE)`), for each tag or pin a launch runs that keeps an error on `target` no fix
-    of the chain resolved: bumping it would merge a deployment that breaks, so it stays, and the
-    launches it runs keep their config (stays_behind), until a human fixes the error. Found by
+    """ref_key -> the error (`file:line (CODE)`), for each tag or pin that runs a launch keeping
+    an error on `target` no fix resolved: bumping it would merge a deployment that breaks, so it
+    stays, and the launches it runs keep their config (stays_behind) until a human fixes it. Found by
     reading what `migrate` wrote: a tag moved past `--swap-space` in a Helm template, past a
     flag value the target refuses (VL308), while the finding said "will not start"."""
     errors = [f for f in findings if f.severity == "error" and f.code.startswith("VL")
@@ -410,11 +410,11 @@ def stays_behind(launch, target: tuple[int, int, int], kubeai: dict, named_lines
     return f"it runs {image}, set where `migrate` finds no tag to bump"
 
 
-def hold_back(target: tuple[int, int, int], hold=None, kept=None):
+def hold_back(target: tuple[int, int, int], hold=None, held=None):
     """migrate's gate: a fix that needs a release (`min_release`) is held on a launch the
     migration does not move to `target` (stays_behind): it would change what that launch's
     release does today. `hold(launch) -> reason` names launches whose environment's upgrade is
-    blocked (requirements.blocked_launches): their fixes wait too; `kept`, the tags and pins
+    blocked (requirements.blocked_launches): their fixes wait too; `held`, the tags and pins
     kept while an error is left for a human (held_refs)."""
     def gate(project, findings) -> None:
         from .engine import hold_fixes
@@ -424,12 +424,12 @@ def hold_back(target: tuple[int, int, int], hold=None, kept=None):
         if hold is not None:
             hold_fixes(findings, hold)
 
-        held = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
+        waiting = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
                 any(l.image or l.via.startswith(KUBEAI_VIA) or unbumped_pin(l) or l.release_linked
                     for l in f.fix.launches)]
         loose = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
                  any(_unknown_host(l) for l in f.fix.launches)]
-        if not held and not loose:
+        if not waiting and not loose:
             return
         _hold_unseen_environment(loose)
         reached, unread = trace(project)
@@ -437,12 +437,12 @@ def hold_back(target: tuple[int, int, int], hold=None, kept=None):
         lines = {(n.file.path, n.line) for n in reached + unread}
         kubeai = kubeai_images(project, [l for l in project.launches if l.via.startswith(KUBEAI_VIA)])
         why: dict[int, str] = {}
-        for f in held:
+        for f in waiting:
             if f.fix is None:
                 continue            # held already, beside a stray pin
             for launch in f.fix.launches:
                 if id(launch) not in why:
-                    why[id(launch)] = stays_behind(launch, target, kubeai, lines, kept)
+                    why[id(launch)] = stays_behind(launch, target, kubeai, lines, held)
                 if why[id(launch)]:
                     _withhold(f, why[id(launch)], "; upgrade it by hand, then run `vllmlint check --fix`.")
                     break
