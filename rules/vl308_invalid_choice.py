@@ -123,10 +123,10 @@ class InvalidChoice(Rule):
 
     def _finding(self, launch, opt, value: str, choices: list, shown: str, cat):
         from vllmlint.model.launch import ENGINE
-        from vllmlint.parsers.pyengine import keyword_of
+        from vllmlint.parsers.pyengine import as_written
 
         keyword = bool(getattr(opt.arg, "keyword_style", None))
-        name = keyword_of(opt.match.base) if keyword else opt.name
+        name = as_written(opt.match.base, True) if keyword else opt.name
         short = value if len(value) <= 40 else value[:39] + "…"
         why, said = _why(opt.match.base, value, choices, cat)
         head, tail = f"vLLM {shown} will not start: `{name}` accepts ", f"; `{short}` {why}"
