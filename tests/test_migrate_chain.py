@@ -52,14 +52,14 @@ def test_chain_from_0_27_to_0_33(tmp_path):
     assert by_step["0.31.0"].startswith("0.31.0: nothing to change")
     assert "  steps " not in out, "a single idle step keeps its own line"
     assert "fixed VL303" in by_step["0.32.0"] and "needs a human" in by_step["0.32.0"] \
-        and "legacy.yaml:16 (VL302) is left for a human)" \
+        and "legacy.yaml:16:15 (VL302) is left for a human)" \
         in by_step["0.32.0"]
     assert "fixed VL303" in by_step["0.33.0"]
     assert "image tag vllm/vllm-openai:v0.27.0 -> vllm/vllm-openai:v0.33.0" in out
     assert "Left for a human (3):" in out
     # the legacy deployment keeps an error no fix resolves: its tag and its config stay
     assert ("k8s/legacy.yaml:10: image tag vllm/vllm-openai:v0.27.0: kept: " in out
-            and "k8s/legacy.yaml:16 (VL302) is left for a human and breaks a launch it runs on vLLM 0.33.0" in out)
+            and "k8s/legacy.yaml:16:15 (VL302) is left for a human and breaks a launch it runs on vLLM 0.33.0" in out)
 
     after = snapshot(tree)
     assert after["k8s/legacy.yaml"] == before["k8s/legacy.yaml"]

@@ -380,7 +380,7 @@ def test_deep_script_under_a_blocked_pin_keeps_its_config(tmp_path):
     (tmp_path / "requirements.txt").write_text("vllm==0.10.0\ntransformers==4.40.0\n")
     script = tmp_path / "scripts" / "experimental" / "serve_v0.sh"
     script.parent.mkdir(parents=True)
-    script.write_text("#!/bin/sh\nexport VLLM_USE_V1=0\nvllm serve m --port 8000\n")
+    script.write_text("#!/bin/sh\nexport VLLM_USE_V1=1\nvllm serve m --port 8000\n")
     before = snapshot(tmp_path)
     result = run(["migrate", "--to", "0.30.0", "."], tmp_path)
     assert snapshot(tmp_path) == before, result.output
@@ -392,7 +392,7 @@ def test_deep_script_moves_with_its_pin(tmp_path):
     (tmp_path / "requirements.txt").write_text("vllm==0.10.0\n")
     script = tmp_path / "scripts" / "experimental" / "serve_v0.sh"
     script.parent.mkdir(parents=True)
-    script.write_text("#!/bin/sh\nexport VLLM_USE_V1=0\nvllm serve m --port 8000\n")
+    script.write_text("#!/bin/sh\nexport VLLM_USE_V1=1\nvllm serve m --port 8000\n")
     result = run(["migrate", "--to", "0.30.0", "."], tmp_path)
     assert (tmp_path / "requirements.txt").read_text() == "vllm==0.30.0\n", result.output
     assert script.read_text() == "#!/bin/sh\nvllm serve m --port 8000\n", result.output
@@ -452,13 +452,13 @@ def test_pyproject_pin_is_the_release_of_the_projects_launches(pyproject, releas
 
 
 @pytest.mark.parametrize("name, text, line", [
-    ("run.sh", "#!/bin/sh\npip install vllm==0.10.0\nexport VLLM_USE_V1=0\nvllm serve m --port 8000\n", 2),
-    ("serve.dstack.yml", "type: service\nenv:\n  - VLLM_USE_V1=0\ncommands:\n  - pip install vllm==0.10.0\n"
+    ("run.sh", "#!/bin/sh\npip install vllm==0.10.0\nexport VLLM_USE_V1=1\nvllm serve m --port 8000\n", 2),
+    ("serve.dstack.yml", "type: service\nenv:\n  - VLLM_USE_V1=1\ncommands:\n  - pip install vllm==0.10.0\n"
                          "  - vllm serve m --port 8000\n", 5),
     # Modal's image builder (found on DeEvade/ia150x-simpilot, as in Modal's own vLLM example)
     ("app.py", 'import os\nimport subprocess\n\nimport modal\n\nimage = modal.Image.debian_slim().pip_install(\n'
                '    "vllm==0.10.0",\n    "huggingface_hub==0.26.2",\n)\napp = modal.App("x")\n\n\n'
-               '@app.function(image=image)\ndef serve():\n    os.environ["VLLM_USE_V1"] = "0"\n'
+               '@app.function(image=image)\ndef serve():\n    os.environ["VLLM_USE_V1"] = "1"\n'
                '    subprocess.Popen(["vllm", "serve", "m", "--port", "8000"])\n', 6),
 ])
 def test_a_script_that_installs_its_vllm_runs_that_release(name, text, line, tmp_path):

@@ -137,8 +137,8 @@ def test_migrate_moves_the_scale_out_variable_into_execstart(tmp_path):
 
 @pytest.mark.parametrize("line, after", [
     ('Environment="VLLM_USE_V1=1" "HF_HOME=/data"\n', 'Environment="HF_HOME=/data"\n'),
-    ('Environment=HF_HOME=/data VLLM_USE_V1=0\n', 'Environment=HF_HOME=/data\n'),
-    ('Environment=VLLM_USE_V1=0\n', ''),
+    ('Environment=HF_HOME=/data VLLM_USE_V1=1\n', 'Environment=HF_HOME=/data\n'),
+    ('Environment=VLLM_USE_V1=1\n', ''),
 ])
 def test_a_removed_variable_leaves_the_others(tmp_path, line, after):
     (tmp_path / "requirements.txt").write_text("vllm==0.11.0\n")
@@ -152,7 +152,7 @@ def test_a_removed_variable_leaves_the_others(tmp_path, line, after):
 def test_a_variable_in_a_continued_environment_line_is_reported_not_removed(tmp_path):
     (tmp_path / "requirements.txt").write_text("vllm==0.11.0\n")
     unit = tmp_path / "vllm.service"
-    text = "[Service]\nEnvironment=HF_HOME=/data \\\n  VLLM_USE_V1=0\nExecStart=vllm serve m --port 8000\n"
+    text = "[Service]\nEnvironment=HF_HOME=/data \\\n  VLLM_USE_V1=1\nExecStart=vllm serve m --port 8000\n"
     unit.write_text(text)
     result = run(["migrate", "--to", "0.30.0", "."], tmp_path)
     assert unit.read_text() == text

@@ -84,7 +84,7 @@ def test_an_environment_named_for_an_older_release_holds_the_fixes(tmp_path, act
 
 def test_a_pin_installed_by_another_script_holds_the_fixes(tmp_path):
     """wagerc97/gpt-oss-alignment: setup.sh installs vllm==0.10.1; serve.sh beside it launches."""
-    serve = "#!/bin/bash\nexport VLLM_USE_V1=0\nvllm serve facebook/opt-125m --port 8000\n"
+    serve = "#!/bin/bash\nexport VLLM_USE_V1=1\nvllm serve facebook/opt-125m --port 8000\n"
     root = _tree(tmp_path, {"setup.sh": "#!/bin/bash\npip install --pre vllm==0.10.1+gptoss --no-deps\n",
                             "serve.sh": serve})
     out = _migrated(root)

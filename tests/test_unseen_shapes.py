@@ -149,7 +149,7 @@ def test_a_tag_stays_while_an_error_is_left_for_a_human(tmp_path, broken):
         assert all("VLLM_USE_V1" not in (root / n).read_text() for n in files)
         return
     assert {n: (root / n).read_text() for n in files} == files, out
-    assert out.count(f"kept: {broken}.yaml:10 (VL302) is left for a human") == 2, out
+    assert out.count(f"kept: {broken}.yaml:10:") == 2 and "(VL302) is left for a human" in out, out
 
 
 @pytest.mark.parametrize("value, kept", [("0", True), ("1", False)])
@@ -162,3 +162,33 @@ def test_a_launch_that_chose_v0_keeps_the_sign(tmp_path, value, kept):
     out = _run("migrate", "--to", "0.33.0", ".").output
     assert ("VLLM_USE_V1=0 asked for the V0 engine, gone since vLLM 0.11.0" in out) == kept, out
     assert ("ENV VLLM_USE_V1" in (root / "Dockerfile").read_text()) == kept
+
+
+def test_a_script_beside_a_kept_pin_keeps_its_config(tmp_path):
+    """Found on the final code of 2026-12-05 (a helper's probe): the pin was kept for a.sh's
+    removed flag, and b.sh, which runs the same pin, still had its env rewritten into a flag
+    0.8.5 does not know. Every launch of a kept place keeps its config."""
+    files = {"requirements.txt": "vllm==0.8.5\n",
+             "a.sh": "#!/bin/bash\nvllm serve Qwen/Qwen2.5-0.5B --swap-space 4\n",
+             "b.sh": "#!/bin/bash\nexport VLLM_ATTENTION_BACKEND=FLASHINFER\nvllm serve Qwen/Qwen2.5-0.5B --port 8001\n"}
+    root = _tree(tmp_path, files)
+    out = _run("migrate", "--to", "0.33.0", ".").output
+    assert {n: (root / n).read_text() for n in files} == files, out
+    assert "requirements.txt:1: pin vllm==0.8.5: kept: a.sh:2:30 (VL302) is left for a human" in out
+    assert "its release stays while a.sh:2:30 (VL302) is left for a human" in out
+
+
+def test_an_entrypoint_two_environments_run_keeps_its_config_for_the_blocked_one(tmp_path):
+    """civo-learn/civo-vllm-docker's layout (a helper's probe): a GPU and a CPU Dockerfile copy
+    one entrypoint; the CPU pin is blocked (a `+cpu` torch build), so the entrypoint keeps the
+    config that release reads, while the GPU pin moves."""
+    docker = "FROM python:3.12\nCOPY {req} /tmp/r.txt\nRUN pip install -r /tmp/r.txt\nCOPY entrypoint.sh /e.sh\nCMD [\"/e.sh\"]\n"
+    files = {"Dockerfile": docker.format(req="requirements.txt"),
+             "Dockerfile-cpu": docker.format(req="requirements-cpu.txt"),
+             "requirements.txt": "vllm==0.8.5\n", "requirements-cpu.txt": "vllm==0.8.5\ntorch==2.6.0+cpu\n",
+             "entrypoint.sh": "#!/bin/bash\nexport VLLM_ATTENTION_BACKEND=FLASHINFER\nvllm serve \"$MODEL\"\n"}
+    root = _tree(tmp_path, files)
+    out = _run("migrate", "--to", "0.33.0", ".").output
+    assert (root / "entrypoint.sh").read_text() == files["entrypoint.sh"], out
+    assert (root / "requirements-cpu.txt").read_text() == files["requirements-cpu.txt"]
+    assert "(not fixed: its vLLM pin is not bumped, see the blocker)" in out

@@ -169,7 +169,11 @@ def held_refs(project: Project, findings: list, target: tuple[int, int, int]) ->
               and f.code not in RELEASE_NEUTRAL_ERRORS]
     if not errors:
         return {}
-    trace(project)                      # each launch's image_refs and pins, in this project's texts
+    reached, unread = trace(project)    # each launch's image_refs and pins, in this project's texts
+    lines = {(n.file.path, n.line) for n in reached + unread}
+    # only a place this migration would bump is kept: a moving tag, a digest, a pin `migrate`
+    # never bumps (a script's own install) keep their own reasons
+    bumped = {id(n) for n in reached if (b := _plain_bump(n, target, lines)) is not None and b.edit is not None}
     spans: dict[int, list] = {}         # id(file) -> (start, end, launch) of each part of a launch
     for launch in project.launches:
         for part in (launch, *launch.argv, *launch.env):
@@ -183,8 +187,8 @@ def held_refs(project: Project, findings: list, target: tuple[int, int, int]) ->
             hit = [l for l in project.launches if l.file is f.file]
         for launch in hit:
             for named in (*launch.image_refs, *launch.pins):
-                if named.release is not None:     # (a moving tag is never bumped: nothing to keep)
-                    held.setdefault(ref_key(named), f"{f.file.display}:{f.line_col[0]} ({f.code})")
+                if id(named) in bumped:
+                    held.setdefault(ref_key(named), "{}:{}:{} ({})".format(f.file.display, *f.line_col, f.code))
     if held:
         # the two sides of a P/D pair move together: a prefill on the target sending its KV to a
         # decode left on the old release is a pair of releases nobody tested
@@ -195,7 +199,7 @@ def held_refs(project: Project, findings: list, target: tuple[int, int, int]) ->
             error = next((held[ref_key(n)] for l in pair for n in (*l.image_refs, *l.pins) if ref_key(n) in held), None)
             for launch in pair if error else ():
                 for named in (*launch.image_refs, *launch.pins):
-                    if named.release is not None:
+                    if id(named) in bumped:
                         held.setdefault(ref_key(named), error)
     return held
 
@@ -422,11 +426,13 @@ def hold_back(target: tuple[int, int, int], hold=None, held=None):
         from .trace import kubeai_images
 
         if hold is not None:
+            trace(project)              # each launch's pins, which `hold` reads, in this project's texts
             hold_fixes(findings, hold)
 
+        # with places kept (held_refs) any launch may run one: a script beside a kept pin too
         waiting = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
-                any(l.image or l.via.startswith(KUBEAI_VIA) or unbumped_pin(l) or l.release_linked
-                    for l in f.fix.launches)]
+                   any(held or l.image or l.via.startswith(KUBEAI_VIA) or unbumped_pin(l) or l.release_linked
+                       for l in f.fix.launches)]
         loose = [f for f in findings if f.fix is not None and f.fix.min_release is not None and
                  any(_unknown_host(l) for l in f.fix.launches)]
         if not waiting and not loose:

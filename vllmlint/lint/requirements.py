@@ -476,9 +476,14 @@ def blocked_launches(project, target: tuple[int, int, int], check_deps: bool = F
         return None
     by_path = {b.file.path: b for b in blocked}
     by_folder = {b.file.path.parent: b for b in blocked if b.file.kind == "requirements"}
+    by_place = {(b.file.path, b.line): b for b in blocked}
 
     def hold(launch) -> str:
-        bump = by_path.get(launch.file.path)
+        # a pin the launch runs (lint.trace), whatever release it reads: a script two images copy,
+        # one of them installing the blocked pin, keeps its config for that one (found as a user:
+        # an entrypoint both a GPU and a CPU Dockerfile copy, the CPU torch build blocked)
+        bump = next((by_place[(n.file.path, n.line)] for n in launch.pins if (n.file.path, n.line) in by_place), None)
+        bump = bump or by_path.get(launch.file.path)
         if bump is None:
             bump = next((b for b in blocked if b.file.display in launch.release_from), None)
         if bump is None and "/requirements" in launch.release_from:
