@@ -425,8 +425,9 @@ def hold_back(target: tuple[int, int, int], hold=None, held=None):
         from .releases import unbumped_pin
         from .trace import kubeai_images
 
+        traced = None
         if hold is not None:
-            trace(project)              # each launch's pins, which `hold` reads, in this project's texts
+            traced = trace(project)     # each launch's pins, which `hold` reads, in this project's texts
             hold_fixes(findings, hold)
 
         # with places kept (held_refs) any launch may run one: a script beside a kept pin too
@@ -438,7 +439,7 @@ def hold_back(target: tuple[int, int, int], hold=None, held=None):
         if not waiting and not loose:
             return
         _hold_unseen_environment(loose)
-        reached, unread = trace(project)
+        reached, unread = traced or trace(project)
         _hold_beside_stray_pins(loose, unread + _installed_by_other_scripts(project))
         lines = {(n.file.path, n.line) for n in reached + unread}
         kubeai = kubeai_images(project, [l for l in project.launches if l.via.startswith(KUBEAI_VIA)])
