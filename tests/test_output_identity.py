@@ -72,8 +72,11 @@ import identity  # noqa: E402
 # data alone and says what VLLM_USE_V1=0 chose; VL304 reports a chart template's module there;
 # `--config FILE.yaml` options are read; and migrate keeps a tag or pin, and its launches'
 # config, while an error no fix resolves is left for a human: only hunks removed, none added, on
-# every tree (19 fixtures, 33 redteam files, most of gen2's old-flag launches)): the baseline since.
-BASELINE = "ed363f0"
+# every tree (19 fixtures, 33 redteam files, most of gen2's old-flag launches)), and 9251c5a
+# (read with a full diff ed363f0 -> 54e1daf: a kept place names the error's column; a launch
+# already on the target is not kept (no bump to hold: 19 fixture hunks back, each one of those
+# the policy had removed); a script beside a kept pin keeps its config): the baseline since.
+BASELINE = "9251c5a"
 
 
 @pytest.fixture(scope="module")
