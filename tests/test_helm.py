@@ -535,7 +535,7 @@ servingEngineSpec:
         value: "1"
   - name: "bare"
     repository: "vllm/vllm-openai"
-    tag: "v0.29.0"
+    tag: "v0.29.1"
     modelURL: "facebook/opt-350m"
     requestCPU: 6
     requestMemory: "16Gi"
@@ -549,7 +549,8 @@ servingEngineSpec:
 def test_vllm_config_without_extra_args_gets_the_list(tmp_path):
     """`vllmConfig:` without `extraArgs`: migrate adds `extraArgs: ["--enable-scale-out"]` to it
     (the chart renders exactly that flag more); a model without `vllmConfig` is left to a human
-    (adding one would also switch prefix caching off in this chart)."""
+    (adding one would also switch prefix caching off in this chart), and its tag stays with it
+    (2026-12-05: bumped, its endpoints would be gone on 0.30.0)."""
     root, alone = _with_and_without_chart(tmp_path, NO_EXTRA_ARGS_VALUES)
     want = NO_EXTRA_ARGS_VALUES.replace('"v0.29.0"', '"v0.30.0"').replace(
         '      maxModelLen: 4096  # fits the GPU\n    env:\n      - name: VLLM_ENABLE_SCALE_OUT_ENDPOINTS\n'
@@ -594,7 +595,9 @@ def test_image_from_values_args_only_container(tmp_path):
     out = _run(["check", str(root)]).stdout
     assert f"{root}/templates/deployment.yaml:11:53: VL302" in out
     migrated = _run(["migrate", "--to", "0.30.0", "--diff", str(root)])
-    assert "+  tag: v0.30.0" in migrated.stdout
+    # the template's `--swap-space` is left for a human: the tag stays with it (2026-12-05)
+    assert migrated.stdout == "" and "values.yaml:3: image tag vllm/vllm-openai tag v0.29.0: kept: " in migrated.stderr
+    assert "templates/deployment.yaml:11:53 (VL302) is left for a human" in migrated.stderr
     assert "no tag" not in migrated.stderr + migrated.stdout
 
 

@@ -78,8 +78,22 @@ def add(whl: Path, *extra) -> dict:
     return json.loads((Path(os.environ["VLLMLINT_CATALOGUE_DIR"]) / f"{name or NEXT}.json").read_text())
 
 
+def _serves_the_demo(files: dict) -> dict:
+    """The test wheel's parser with the flags fixtures/demo's launches pass: without them the
+    added release refuses the demo (VL302), and migrate keeps its tags for a human (2026-12-05)."""
+    out = dict(files)
+    out["vllm/engine/arg_utils.py"] = files["vllm/engine/arg_utils.py"].replace(
+        '                parser.add_argument("--disable-log-stats", action="store_true")\n',
+        '                parser.add_argument("--disable-log-stats", action="store_true")\n'
+        '                parser.add_argument("--model", type=str)\n'
+        '                parser.add_argument("--max-model-len", type=int)\n'
+        '                parser.add_argument("--enable-scale-out", action="store_true")\n', 1)
+    assert out["vllm/engine/arg_utils.py"] != files["vllm/engine/arg_utils.py"]
+    return out
+
+
 def test_every_rule_and_migrate_on_an_added_release(tmp_path):
-    data = add(release_wheel(tmp_path / "wheels"))
+    data = add(release_wheel(tmp_path / "wheels", edit=_serves_the_demo))
     assert data["added"]["release"] is True and data["added"]["distribution"] == f"vllm {NEXT}"
 
     # every rule applies to it, and runs over every fixture without an internal error

@@ -15,7 +15,8 @@ from .sources import is_test_code
 from ..knowledge.images import parse_tag
 from ..knowledge.versions import fmt, parse_version
 
-from .trace import FLOATING_TAG_RE, IMAGE_TAG_RE, PIN_RE, commented, deliberate, overridden_default, trace
+from .trace import (FLOATING_TAG_RE, IMAGE_TAG_RE, PIN_RE, RELEASE_IN_TEXT, commented, deliberate,
+                    overridden_default, trace)
 
 
 @record
@@ -206,14 +207,9 @@ def held_refs(project: Project, findings: list, target: tuple[int, int, int]) ->
 
 def ref_key(named) -> tuple:
     """A place a release is written, the same before and after its bump and the fixes around it:
-    file, kind, the text with the release left out (`vllm/vllm-openai:#`, `vllm==#`), and how
-    many times the text before its release is written above it (two services of one image)."""
-    subject = _RELEASE_IN_TEXT.sub("#", named.text)
-    head = subject.split("#", 1)[0]
-    return named.file.path, named.how, subject, named.file.text.count(head, 0, named.span[0]) if head else 0
-
-
-_RELEASE_IN_TEXT = re.compile(r"v?\d+\.\d+(?:\.\d+)?[\w.+\-]*")
+    file, kind, the text with the release left out (`vllm/vllm-openai:#`, `vllm==#`), and its
+    rank among the places of its file written alike (lint.trace gives it)."""
+    return named.file.path, named.how, RELEASE_IN_TEXT().sub("#", named.text), getattr(named, "ordinal", 0)
 
 
 def left_behind(project: Project, target: tuple[int, int, int], bumps: list[Bump]) -> list[Bump]:

@@ -160,11 +160,10 @@ class ParseCache:
 
 
 def _unchanged(path: Path, text: str) -> bool:
-    """Does the file hold `text` still (an options file a parse read: an editor may change it)?"""
-    try:
-        return path.read_text(encoding="utf-8") == text
-    except (OSError, UnicodeError):
-        return False
+    """Does the run read `text` there still (an options file a parse read: an editor may change it)?"""
+    from ..parsers.options_file import current_text
+
+    return current_text(path) == text
 
 
 # Trees with at least this many files to parse are parsed in worker processes (one per core,
@@ -331,6 +330,8 @@ def load(candidates: list[Candidate], overrides: dict[Path, str] | None = None,
     tree is parsed in worker processes, the per_launch ones run there too (Project.from_workers)."""
     project = Project()
     overrides = overrides or {}
+    from ..parsers.options_file import use_texts
+    use_texts(overrides)              # an options file is read as this run reads it (its buffer)
     results: list = [None] * len(candidates)
     todo: list[int] = []
     already_read: dict[int, SourceFile] = {}

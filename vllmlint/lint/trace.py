@@ -33,6 +33,7 @@ from pathlib import Path
 from ..knowledge.images import parse_image, parse_tag
 from ..knowledge.versions import parse_version
 from ..model.launch import KUBEAI_VIA, Launch, Named, SourceFile
+from ..model.lazyre import lazy_re
 from .releases import in_comment, own_project, runs_host_environment
 
 # `(?:(?<=:-)|...)`: also the default of `${VLLM_IMAGE:-vllm/vllm-openai:v0.26.0}` (compose, shell)
@@ -592,4 +593,21 @@ def trace(project) -> tuple[list[Named], list[Named]]:
             reached.append(named)
         else:
             unread.append(named)
+    _number_alike(reached + unread)
     return reached, unread
+
+
+def _number_alike(places: list[Named]) -> None:
+    """Give each place its rank among the places of its file written alike but for the release
+    (`vllm/vllm-openai:#` twice in a compose file, two model entries' `tag`s in one values file):
+    `ordinal`, the same before and after a migration bumps or fixes around them (they add or
+    remove no place), which lint.migrate.ref_key names a place by."""
+    seen: dict = {}
+    for named in sorted(places, key=lambda n: (str(n.file.path), n.span[0])):
+        key = (named.file.path, named.how, RELEASE_IN_TEXT().sub("#", named.text))
+        named.ordinal = seen.get(key, 0)
+        seen[key] = named.ordinal + 1
+
+
+# a release as a place writes it (`v0.29.0`, `0.8.5.post1`), left out to compare places
+RELEASE_IN_TEXT = lazy_re(r"v?\d+\.\d+(?:\.\d+)?[\w.+\-]*")

@@ -37,6 +37,36 @@ _MAX_SIZE = 1 << 20
 HOST_KINDS = ("shell", "python", "make", "just")
 
 
+# The texts a run reads in place of the files on disk (an editor's unsaved buffers, a fix
+# pass's results: lint.project.load sets them before it parses, so forked workers have them too):
+# an options file is read as the run reads it, or a suppression typed in its buffer would not
+# meet the findings of its options.
+_IN_USE: dict = {}
+_IN_USE_RESOLVED: dict | None = None
+
+
+def use_texts(texts: dict) -> None:
+    global _IN_USE, _IN_USE_RESOLVED
+    _IN_USE, _IN_USE_RESOLVED = texts, None
+
+
+def current_text(path: Path) -> str | None:
+    """The text of `path` as this run reads it: its buffer, else the file (None: unreadable or
+    over the size limit)."""
+    global _IN_USE_RESOLVED
+    if _IN_USE:
+        if _IN_USE_RESOLVED is None:            # (resolved once per run, and only when asked)
+            _IN_USE_RESOLVED = {Path(p).resolve(): t for p, t in _IN_USE.items()}
+        if path in _IN_USE_RESOLVED:
+            return _IN_USE_RESOLVED[path]
+    try:
+        if path.stat().st_size > _MAX_SIZE:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeError):
+        return None
+
+
 def read_options_files(pf: ParsedFile) -> None:
     """Put the options of each launch's `--config` file into its argv (see the module doc);
     `pf.read_files` lists what was read, for the parse cache to check."""
@@ -87,11 +117,8 @@ def _the_file(launch: Launch, written: str) -> tuple[Path, str, str] | None:
     if len(existing) != 1:
         return None                 # none, or two: which one runs depends on the working folder
     path = existing[0]
-    try:
-        if path.stat().st_size > _MAX_SIZE:
-            return None
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeError):
+    text = current_text(path)
+    if text is None:
         return None
     rel = os.path.relpath(path, here).replace(os.sep, "/")
     display = posixpath.normpath(posixpath.join(posixpath.dirname(launch.file.display), rel))
