@@ -15,8 +15,7 @@ from .sources import is_test_code
 from ..knowledge.images import parse_tag
 from ..knowledge.versions import fmt, parse_version
 
-from .trace import (FLOATING_TAG_RE, IMAGE_TAG_RE, PIN_RE, RELEASE_IN_TEXT, commented, deliberate,
-                    overridden_default, trace)
+from .trace import FLOATING_TAG_RE, IMAGE_TAG_RE, PIN_RE, commented, deliberate, overridden_default, trace
 
 
 @record
@@ -181,15 +180,19 @@ def held_refs(project: Project, findings: list, target: tuple[int, int, int]) ->
             if part.file is not None and part.span is not None:
                 spans.setdefault(id(part.file), []).append((part.span[0], part.span[1], launch))
     held: dict = {}
+
+    def keep(launch, error: str) -> None:
+        for named in (*launch.image_refs, *launch.pins):
+            if id(named) in bumped:
+                held.setdefault(ref_key(named), error)
+
     for f in errors:
         at = f.span[0]
         hit = [l for s, e, l in spans.get(id(f.file), ()) if s <= at <= e]
         if not hit and f.code == "VL306":     # an import that fails stops every launch of its file
             hit = [l for l in project.launches if l.file is f.file]
         for launch in hit:
-            for named in (*launch.image_refs, *launch.pins):
-                if id(named) in bumped:
-                    held.setdefault(ref_key(named), "{}:{}:{} ({})".format(f.file.display, *f.line_col, f.code))
+            keep(launch, "{}:{}:{} ({})".format(f.file.display, *f.line_col, f.code))
     if held:
         # the two sides of a P/D pair move together: a prefill on the target sending its KV to a
         # decode left on the old release is a pair of releases nobody tested
@@ -199,17 +202,14 @@ def held_refs(project: Project, findings: list, target: tuple[int, int, int]) ->
             pair = producers + consumers
             error = next((held[ref_key(n)] for l in pair for n in (*l.image_refs, *l.pins) if ref_key(n) in held), None)
             for launch in pair if error else ():
-                for named in (*launch.image_refs, *launch.pins):
-                    if id(named) in bumped:
-                        held.setdefault(ref_key(named), error)
+                keep(launch, error)
     return held
 
 
 def ref_key(named) -> tuple:
-    """A place a release is written, the same before and after its bump and the fixes around it:
-    file, kind, the text with the release left out (`vllm/vllm-openai:#`, `vllm==#`), and its
-    rank among the places of its file written alike (lint.trace gives it)."""
-    return named.file.path, named.how, RELEASE_IN_TEXT().sub("#", named.text), getattr(named, "ordinal", 0)
+    """A place a release is written, the same before and after its bump and the fixes around it
+    (lint.trace names every place it finds so)."""
+    return named.key
 
 
 def left_behind(project: Project, target: tuple[int, int, int], bumps: list[Bump]) -> list[Bump]:

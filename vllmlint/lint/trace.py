@@ -598,15 +598,17 @@ def trace(project) -> tuple[list[Named], list[Named]]:
 
 
 def _number_alike(places: list[Named]) -> None:
-    """Give each place its rank among the places of its file written alike but for the release
-    (`vllm/vllm-openai:#` twice in a compose file, two model entries' `tag`s in one values file):
-    `ordinal`, the same before and after a migration bumps or fixes around them (they add or
-    remove no place), which lint.migrate.ref_key names a place by."""
+    """Name each place the same before and after a migration bumps it or fixes around it (they
+    add or remove no place): `key`, its file, kind, text with the release left out
+    (`vllm/vllm-openai:#`, `vllm==#`) and rank among the places of its file written alike (two
+    services of one image, two model entries' `tag`s in one values file). lint.migrate keeps a
+    place by it (held_refs)."""
     seen: dict = {}
     for named in sorted(places, key=lambda n: (str(n.file.path), n.span[0])):
-        key = (named.file.path, named.how, RELEASE_IN_TEXT().sub("#", named.text))
-        named.ordinal = seen.get(key, 0)
-        seen[key] = named.ordinal + 1
+        alike = (named.file.path, named.how, RELEASE_IN_TEXT().sub("#", named.text))
+        rank = seen.get(alike, 0)
+        seen[alike] = rank + 1
+        named.key = (*alike, rank)
 
 
 # a release as a place writes it (`v0.29.0`, `0.8.5.post1`), left out to compare places

@@ -342,6 +342,7 @@ class Named:
     edit_span: Span | None = None
     image: str = ""            # the image it stands for (a values tag, a newTag: `repository:tag`)
     launches: list = field(default_factory=list)   # the launches that run it (lint.trace)
+    key: tuple = ()            # its name, the same before and after a migration edits (lint.trace)
 
     @property
     def line(self) -> int:

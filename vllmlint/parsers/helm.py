@@ -700,13 +700,12 @@ def _remap(launch, mlaunch, vs, srcs, default_src, tsrc, Arg, EnvEntry, remove_i
             node, text = o.node, home.text
             argv.append(Arg(a.value, home, (node.start_mark.index, node.end_mark.index),
                             locate=lambda node=node, text=text: scalar_offsets(text, node)))
-        elif tsrc is not None and same and not a.dynamic and a.value.startswith("-") \
+        elif tsrc is not None and same and not a.dynamic and (a.value.startswith("-") or i < launch.options_start) \
                 and not MARKER_RE.search(mlaunch.argv[i].value) and (span := _item_span(tsrc, a.value)):
-            argv.append(Arg(a.value, tsrc, span))      # a flag the template writes: reported there
-            literals.append((span, tsrc, a.value))
-        elif tsrc is not None and same and i < launch.options_start and not a.dynamic \
-                and not MARKER_RE.search(mlaunch.argv[i].value) and (span := _item_span(tsrc, a.value)):
-            argv.append(Arg(a.value, tsrc, span))      # a program word the template writes (`-m MODULE`)
+            # a flag or a program word (`-m MODULE`) the template writes: reported there
+            argv.append(Arg(a.value, tsrc, span))
+            if a.value.startswith("-"):
+                literals.append((span, tsrc, a.value))
         else:
             argv.append(Arg(a.value, None, None, dynamic=a.dynamic))
     launch.argv = argv
